@@ -1,0 +1,44 @@
+# snigate — build, test, fuzz, bench.
+# `make test` is what CI runs (.ci/run): it installs the Debian packages the
+# end-to-end tests need when they are missing, then runs every test of every
+# module in this repository.
+
+GO       ?= go
+PKGS     ?= ./...
+FUZZTIME ?= 30s
+
+.PHONY: all build test test-deps vet unit fuzz fuzz-short bench coredns clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -o bin/snigate ./cmd/snigate
+
+test: test-deps vet unit
+
+# Debian packages used by the end-to-end tests and benchmarks (registry,
+# pull clients, real peers, load tools). Installed only when missing.
+test-deps:
+	./test/deps.sh
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+	@for m in coredns-plugin deploy; do \
+		if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...) || exit 1; fi; \
+	done
+
+# Each fuzz target for FUZZTIME (go test runs one -fuzz target at a time).
+fuzz:
+	./test/fuzz.sh $(FUZZTIME)
+
+fuzz-short:
+	./test/fuzz.sh 5s
+
+bench:
+	./bench/run.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests need, only when one is missing.
+set -euo pipefail
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have docker-registry || need+=(docker-registry)
+have skopeo          || need+=(skopeo)
+have ctr             || need+=(containerd)
+have haproxy         || need+=(haproxy)
+have dnsperf         || need+=(dnsperf)
+have dnsmasq         || need+=(dnsmasq-base)
+have openssl         || need+=(openssl)
+have curl            || need+=(curl)
+have ip              || need+=(iproute2)
+have dig             || need+=(dnsutils)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2
+	exit 1
+fi
+echo "test/deps.sh: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}"
