@@ -1,0 +1,259 @@
+package upstream
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestFallRiseMovesTraffic(t *testing.T) {
+	pki := newPKI(t)
+	tests := []struct {
+		name string
+		kind CheckKind
+	}{
+		{"tcp", CheckTCP},
+		{"tls", CheckTLS},
+		{"http", CheckHTTP},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srvCfg := serverConfig(pki.server, pki.ca.pool, 0)
+			a, b := startUpstream(t, srvCfg), startUpstream(t, srvCfg)
+			var logs logBuffer
+			const fall, rise = 3, 2
+			p := mustPool(t, Config{
+				Addrs:         []string{a.addr, b.addr},
+				Check:         Check{Kind: tt.kind, Fall: fall, Rise: rise, Timeout: 5 * time.Second},
+				TLSConfigFunc: func() *tls.Config { return pki.clientConfig(&pki.client) },
+				Logger:        logs.logger(),
+			})
+			rounds(p, 1)
+			wantCandidates(t, p, a.addr, b.addr)
+
+			a.stop()
+			rounds(p, fall-1)
+			wantCandidates(t, p, a.addr, b.addr) // fall-1 failures are not enough
+			rounds(p, 1)
+			wantCandidates(t, p, b.addr)
+			if got := logs.lines("upstream health changed"); len(got) != 1 ||
+				!strings.Contains(got[0], "upstream="+a.addr) || !strings.Contains(got[0], "from=up to=down") ||
+				!strings.Contains(got[0], "connection refused") {
+				t.Fatalf("log after going down: %q, want one line naming %s, from=up to=down and the error", got, a.addr)
+			}
+
+			a.start()
+			rounds(p, rise-1)
+			wantCandidates(t, p, b.addr) // rise-1 passes are not enough
+			rounds(p, 1)
+			wantCandidates(t, p, a.addr, b.addr)
+			if got := logs.lines("upstream health changed"); len(got) != 2 || !strings.Contains(got[1], "from=down to=up") {
+				t.Fatalf("log after coming back: %q, want a second line from=down to=up", got)
+			}
+			if got := logs.lines("level=DEBUG msg=\"health check\""); len(got) != 2*(1+fall+rise) {
+				t.Errorf("%d debug lines for probes, want %d", len(got), 2*(1+fall+rise))
+			}
+		})
+	}
+}
+
+// wantCandidates checks that repeated Candidates calls offer exactly addrs
+// (in any rotation).
+func wantCandidates(t *testing.T, p *Pool, addrs ...string) {
+	t.Helper()
+	for range len(addrs) + 1 {
+		got := addrsOf(p.Candidates())
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(addrs))
+		if !slices.Equal(got, want) {
+			t.Fatalf("Candidates() = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestAllDownLeavesNoCandidates(t *testing.T) {
+	a, b := startUpstream(t, serverConfig(newPKI(t).server, nil, 0)), startUpstream(t, serverConfig(newPKI(t).server, nil, 0))
+	p := mustPool(t, Config{Addrs: []string{a.addr, b.addr}, Check: Check{Fall: 2}})
+	a.stop()
+	b.stop()
+	rounds(p, 2)
+	if got := p.Candidates(); len(got) != 0 {
+		t.Fatalf("Candidates() with every upstream down = %v, want none", addrsOf(got))
+	}
+	for _, s := range p.Status() {
+		if s.Healthy || s.LastError == "" {
+			t.Errorf("status %+v: want unhealthy with the last error", s)
+		}
+	}
+}
+
+func TestRiseFallCountOnlyConsecutiveResults(t *testing.T) {
+	u := startUpstream(t, serverConfig(newPKI(t).server, nil, 0))
+	p := mustPool(t, Config{Addrs: []string{u.addr}, Check: Check{Fall: 2, Rise: 2}})
+	steps := []struct {
+		up          bool // server running for this round
+		wantHealthy bool
+	}{
+		{false, true}, {true, true}, {false, true}, // fail, pass, fail: never 2 in a row
+		{false, false},                             // second consecutive failure
+		{true, false}, {false, false}, {true, false}, // pass, fail, pass: never 2 in a row
+		{true, true}, // second consecutive pass
+	}
+	for i, s := range steps {
+		if s.up && u.srv == nil {
+			u.start()
+		}
+		if !s.up && u.srv != nil {
+			u.stop()
+		}
+		rounds(p, 1)
+		if got := p.Status()[0].Healthy; got != s.wantHealthy {
+			t.Fatalf("round %d: healthy = %v, want %v", i+1, got, s.wantHealthy)
+		}
+	}
+}
+
+func TestMaintPausesChecksAndDrainDoesNot(t *testing.T) {
+	pki := newPKI(t)
+	u := startUpstream(t, serverConfig(pki.server, nil, 0))
+	p := mustPool(t, Config{
+		Addrs:         []string{u.addr},
+		Check:         Check{Kind: CheckHTTP},
+		TLSConfigFunc: func() *tls.Config { return pki.clientConfig(nil) },
+	})
+	steps := []struct {
+		state        State
+		wantRequests int64 // after two more rounds
+		wantOffered  bool
+	}{
+		{StateReady, 2, true},
+		{StateDrain, 4, false}, // checks continue
+		{StateMaint, 4, false}, // checks paused: the server sees nothing
+		{StateReady, 6, true},  // resumed
+	}
+	for _, s := range steps {
+		if err := p.SetState(u.addr, s.state); err != nil {
+			t.Fatal(err)
+		}
+		rounds(p, 2)
+		if got := u.requests.Load(); got != s.wantRequests {
+			t.Errorf("%s: server saw %d checks, want %d", s.state, got, s.wantRequests)
+		}
+		if got := len(p.Candidates()) == 1; got != s.wantOffered {
+			t.Errorf("%s: offered to new connections = %v, want %v", s.state, got, s.wantOffered)
+		}
+	}
+}
+
+func TestRunExitsOnCancel(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last: after the servers stop
+	pki := newPKI(t)
+	u := startUpstream(t, serverConfig(pki.server, nil, 0))
+	checked := make(chan struct{}, 8)
+	p := mustPool(t, Config{
+		Addrs: []string{u.addr, "127.0.0.1:1"},
+		Check: Check{Interval: time.Hour},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			defer func() { checked <- struct{}{} }()
+			return new(net.Dialer).DialContext(ctx, network, addr)
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	<-checked // the first round runs at once
+	<-checked
+	if err := p.Run(ctx); err == nil {
+		t.Error("a second concurrent Run succeeded, want an error")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", err)
+	}
+}
+
+// fakeDialer counts dials per address and fails them while down is set.
+type fakeDialer struct {
+	dials atomic.Int64
+	down  atomic.Bool
+}
+
+func (d *fakeDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.dials.Add(1)
+	if d.down.Load() {
+		return nil, errors.New("connection refused (fake)")
+	}
+	c1, c2 := net.Pipe()
+	_ = c2.Close()
+	return c1, nil
+}
+
+func TestRunTimers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 3 * time.Second
+		var d fakeDialer
+		p := mustPool(t, Config{
+			Addrs:       []string{"10.0.0.1:443"},
+			Check:       Check{Interval: interval, Fall: 3, Rise: 2},
+			DialContext: d.DialContext,
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+
+		synctest.Wait()
+		wantDials(t, &d, 1, "right after Run starts")
+		time.Sleep(interval)
+		synctest.Wait()
+		wantDials(t, &d, 2, "after one interval")
+
+		d.down.Store(true)
+		time.Sleep(2 * interval)
+		synctest.Wait()
+		if !p.Status()[0].Healthy {
+			t.Fatal("down after 2 failed checks, want fall=3")
+		}
+		time.Sleep(interval)
+		synctest.Wait()
+		if p.Status()[0].Healthy {
+			t.Fatal("healthy after 3 failed checks, want down")
+		}
+
+		if err := p.SetState("10.0.0.1:443", StateMaint); err != nil {
+			t.Fatal(err)
+		}
+		before := d.dials.Load()
+		time.Sleep(10 * interval)
+		synctest.Wait()
+		wantDials(t, &d, before, "after 10 intervals in maint")
+
+		d.down.Store(false)
+		if err := p.SetState("10.0.0.1:443", StateReady); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		wantDials(t, &d, before+1, "right after leaving maint")
+
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func wantDials(t *testing.T, d *fakeDialer, want int64, when string) {
+	t.Helper()
+	if got := d.dials.Load(); got != want {
+		t.Fatalf("%s: %d checks, want %d", when, got, want)
+	}
+}
