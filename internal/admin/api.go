@@ -1,0 +1,200 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/snigate/snigate/upstream"
+)
+
+// MaxBodyBytes bounds a runtime API request body; {"state":"maint"} needs 17.
+const MaxBodyBytes = 4 << 10
+
+// ErrUnknownRoute is what the gateway's SetUpstreamState returns (wrapped)
+// for a route it does not have; the API answers 404. An unknown upstream of
+// a known route is upstream.ErrUnknownUpstream, also 404.
+var ErrUnknownRoute = errors.New("unknown route")
+
+// upstreamAPI is what the runtime API needs from the gateway: the status of
+// every upstream of every route, and setting one upstream's state.
+// SetUpstreamState returns an error wrapping ErrUnknownRoute or
+// upstream.ErrUnknownUpstream when the route or upstream does not exist.
+type upstreamAPI interface {
+	Upstreams() []upstream.Status
+	SetUpstreamState(route, upstream string, s upstream.State) error
+}
+
+// validStates lists the states in the order the API documents them.
+var validStates = []upstream.State{upstream.StateReady, upstream.StateDrain, upstream.StateMaint}
+
+// stateRequest is the body of POST /api/upstreams/{route}/{upstream}.
+type stateRequest struct {
+	State *string `json:"state"`
+}
+
+// errorBody is every error response of the admin listener.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func (s *Server) listUpstreams(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Upstreams == nil {
+		writeError(w, http.StatusServiceUnavailable, "the runtime API is not available in this process")
+		return
+	}
+	st := s.cfg.Upstreams.Upstreams()
+	if st == nil {
+		st = []upstream.Status{} // "[]", never "null"
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// setUpstream handles POST /api/upstreams/{route}/{upstream}. The upstream
+// is a host:port; its colon may be sent verbatim or escaped as %3A (an IPv6
+// address's brackets as %5B %5D): the mux unescapes path values.
+func (s *Server) setUpstream(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Upstreams == nil {
+		writeError(w, http.StatusServiceUnavailable, "the runtime API is not available in this process")
+		return
+	}
+	route, addr := r.PathValue("route"), r.PathValue("upstream")
+	state, code, err := readState(w, r)
+	if err != nil {
+		writeError(w, code, err.Error())
+		return
+	}
+	if err := s.cfg.Upstreams.SetUpstreamState(route, addr, state); err != nil {
+		s.setFailed(w, route, addr, err)
+		return
+	}
+	s.cfg.Metrics.stateChanged(route, string(state))
+	s.log.Info("upstream state set through the admin API",
+		"route", route, "upstream", addr, "state", state, "client", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, s.statusOf(route, addr, state))
+}
+
+// setFailed maps a SetUpstreamState error to a response.
+func (s *Server) setFailed(w http.ResponseWriter, route, addr string, err error) {
+	switch {
+	case errors.Is(err, ErrUnknownRoute):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown route %q: %v; GET /api/upstreams lists the routes", route, err))
+	case errors.Is(err, upstream.ErrUnknownUpstream):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("route %q has no upstream %q: %v; GET /api/upstreams lists the upstreams", route, addr, err))
+	case errors.Is(err, upstream.ErrInvalidState):
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%v; want one of %s", err, stateList()))
+	default:
+		s.log.Error("set upstream state", "route", route, "upstream", addr, "err", err)
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("set state of %s in route %s: %v", addr, route, err))
+	}
+}
+
+// statusOf returns the current status of one upstream. Should it have
+// vanished in between (a reload), the answer still says what was set.
+func (s *Server) statusOf(route, addr string, state upstream.State) upstream.Status {
+	for _, st := range s.cfg.Upstreams.Upstreams() {
+		if st.Route == route && st.Upstream == addr {
+			return st
+		}
+	}
+	return upstream.Status{Route: route, Upstream: addr, State: state}
+}
+
+// readState decodes and validates the request body. On failure it returns
+// the HTTP status and an error message for the client.
+func readState(w http.ResponseWriter, r *http.Request) (upstream.State, int, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return "", http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes; want %s", MaxBodyBytes, wantBody())
+	case err != nil:
+		return "", http.StatusBadRequest, fmt.Errorf("read request body: %v", err)
+	case len(bytes.TrimSpace(data)) == 0:
+		return "", http.StatusBadRequest, fmt.Errorf("empty request body; want %s", wantBody())
+	}
+	var req stateRequest
+	if err := decodeStrict(data, &req); err != nil {
+		return "", http.StatusBadRequest, fmt.Errorf("bad request body: %v; want %s", err, wantBody())
+	}
+	if req.State == nil {
+		return "", http.StatusBadRequest, fmt.Errorf(`request body has no "state"; want %s`, wantBody())
+	}
+	state, err := upstream.ParseState(*req.State)
+	if err != nil {
+		return "", http.StatusBadRequest, fmt.Errorf("unknown state %q; want one of %s", *req.State, stateList())
+	}
+	return state, 0, nil
+}
+
+// decodeStrict decodes exactly one JSON object with no unknown fields.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func stateList() string {
+	names := make([]string, len(validStates))
+	for i, st := range validStates {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
+func wantBody() string {
+	names := make([]string, len(validStates))
+	for i, st := range validStates {
+		names[i] = fmt.Sprintf("%q", st)
+	}
+	return `{"state": ` + strings.Join(names, "|") + "}"
+}
+
+// allow answers 405 with an Allow header unless the request's method is one
+// of methods (GET implies HEAD).
+func allow(h http.Handler, methods ...string) http.Handler {
+	if slices.Contains(methods, http.MethodGet) {
+		methods = append(methods, http.MethodHead)
+	}
+	allowed := strings.Join(methods, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !slices.Contains(methods, r.Method) {
+			w.Header().Set("Allow", allowed)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; use %s", r.Method, r.URL.Path, allowed))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the admin listener serves /healthz, /readyz, /metrics, GET /api/upstreams and POST /api/upstreams/{route}/{upstream}", r.URL.Path))
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil { // only unencodable types; a bug here, not the client's
+		code, data = http.StatusInternalServerError, []byte(`{"error": "encode response"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(data, '\n'))
+}

@@ -1,0 +1,61 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the admin listener's own series. Build them once per process
+// with NewMetrics; a nil *Metrics is valid and records nothing.
+type Metrics struct {
+	requests     *prometheus.CounterVec // handler, code
+	stateChanges *prometheus.CounterVec // route, state
+}
+
+// NewMetrics registers the admin metrics with reg (nil: not registered, but
+// still usable):
+//
+//	snigate_admin_requests_total{handler,code}
+//	snigate_admin_state_changes_total{route,state}
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_admin_requests_total",
+			Help: "Requests to the admin listener, by handler pattern and HTTP status code.",
+		}, []string{"handler", "code"}),
+		stateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_admin_state_changes_total",
+			Help: "Upstream states set through the runtime API, by route and new state.",
+		}, []string{"route", "state"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.stateChanges)
+	}
+	return m
+}
+
+// instrument counts the requests h answers under the label handler.
+func (m *Metrics) instrument(handler string, h http.Handler) http.Handler {
+	if m == nil {
+		return h
+	}
+	c := m.requests.MustCurryWith(prometheus.Labels{"handler": handler})
+	return promhttp.InstrumentHandlerCounter(c, h)
+}
+
+func (m *Metrics) stateChanged(route, state string) {
+	if m == nil {
+		return
+	}
+	m.stateChanges.WithLabelValues(route, state).Inc()
+}
+
+// DeleteRoute drops the series of a route removed by a reload.
+func (m *Metrics) DeleteRoute(route string) {
+	if m == nil {
+		return
+	}
+	m.stateChanges.DeletePartialMatch(prometheus.Labels{"route": route})
+}

@@ -1,0 +1,144 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Timeouts of the admin HTTP server. Scrapes and API calls are small; these
+// only bound slow or stuck clients.
+const (
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	maxHeaderBytes           = 16 << 10
+)
+
+// Config is what the admin server serves. Each field's zero value is usable.
+type Config struct {
+	// Upstreams backs /api/upstreams. nil: the runtime API answers 503.
+	Upstreams upstreamAPI
+	// ReadyFunc backs /readyz. nil: ready whenever the server runs.
+	ReadyFunc func() bool
+	// Gatherer backs /metrics. nil: /metrics answers 404.
+	Gatherer prometheus.Gatherer
+	// Logger receives state changes (info) and failures. nil: slog.Default().
+	Logger *slog.Logger
+	// Metrics counts the admin requests. nil: not counted.
+	Metrics *Metrics
+}
+
+// Server is the admin HTTP server: /healthz, /readyz, /metrics and the
+// runtime API. It is safe for concurrent use; Serve may be called for
+// several listeners.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	http   *http.Server
+	everUp atomic.Bool // ReadyFunc has returned true once: not-ready now means draining
+}
+
+// New builds a Server; it opens and starts nothing.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return s
+}
+
+// Handler returns the server's routes, for tests and for embedding.
+func (s *Server) Handler() http.Handler { return s.http.Handler }
+
+// Serve answers requests on ln until Shutdown or Close; it closes ln. It
+// returns nil after Shutdown or Close, and otherwise the accept error.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting, closes the listeners (removing a unix socket
+// file) and waits for requests in flight until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error { return s.http.Close() }
+
+// routes builds the mux. Patterns carry no method so that a wrong method gets
+// a JSON 405 with an Allow header (allow) rather than the mux's plain text.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h http.Handler) {
+		mux.Handle(pattern, s.cfg.Metrics.instrument(pattern, h))
+	}
+	handle("/healthz", allow(http.HandlerFunc(s.healthz), http.MethodGet))
+	handle("/readyz", allow(http.HandlerFunc(s.readyz), http.MethodGet))
+	handle("/metrics", allow(s.metricsHandler(), http.MethodGet))
+	handle("/api/upstreams", allow(http.HandlerFunc(s.listUpstreams), http.MethodGet))
+	handle("/api/upstreams/{route}/{upstream}", allow(http.HandlerFunc(s.setUpstream), http.MethodPost))
+	handle("/", http.HandlerFunc(notFound))
+	return mux
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+// readyz answers 200 "ready" or 503 with the reason: "starting" until
+// ReadyFunc has reported ready once, "draining" afterwards.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.ReadyFunc == nil || s.cfg.ReadyFunc() {
+		s.everUp.Store(true)
+		writeText(w, http.StatusOK, "ready\n")
+		return
+	}
+	reason := "starting"
+	if s.everUp.Load() {
+		reason = "draining"
+	}
+	writeText(w, http.StatusServiceUnavailable, "not ready: "+reason+"\n")
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	if s.cfg.Gatherer == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusNotFound, "metrics are not enabled in this process")
+		})
+	}
+	return promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             DefaultWriteTimeout - time.Second,
+	})
+}
+
+func writeText(w http.ResponseWriter, code int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+}
