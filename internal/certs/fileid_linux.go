@@ -1,0 +1,18 @@
+//go:build linux
+
+package certs
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysID adds the device, inode and change time that Linux reports.
+func sysID(fi os.FileInfo, id *fileID) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	id.dev, id.ino = uint64(st.Dev), st.Ino
+	id.ctime = unixNano(st.Ctim.Sec, st.Ctim.Nsec)
+}

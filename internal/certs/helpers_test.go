@@ -1,0 +1,274 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// waitLimit bounds every wait on a hook: reaching it means the event never
+// came, a failure, not a way to synchronise.
+const waitLimit = 30 * time.Second
+
+// testPollInterval keeps the stat backstop quick in tests.
+const testPollInterval = 20 * time.Millisecond
+
+// testPair is a self-signed certificate for "test.example" with serial and
+// its PKCS#8 key, both PEM.
+func testPair(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: fmt.Sprintf("pair %d", serial)},
+		DNSNames:     []string{"test.example"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Duration(serial) * 24 * time.Hour).Truncate(time.Second),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk})
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renameOver replaces path the way most tools do: a new file renamed over it.
+func renameOver(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".new"
+	writeFile(t, tmp, data)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// k8sDir lays files out as kubelet's AtomicWriter does for a Secret volume:
+// dir/NAME -> ..data/NAME, dir/..data -> ..<timestamp>, and an update
+// writes a new timestamped directory and renames a new ..data symlink over
+// the old one.
+type k8sDir struct {
+	t   *testing.T
+	dir string
+	gen int
+	cur string
+}
+
+func newK8sDir(t *testing.T, files map[string][]byte) *k8sDir {
+	d := &k8sDir{t: t, dir: t.TempDir()}
+	d.update(files)
+	for name := range files {
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(d.dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func (d *k8sDir) path(name string) string { return filepath.Join(d.dir, name) }
+
+func (d *k8sDir) update(files map[string][]byte) {
+	t := d.t
+	t.Helper()
+	d.gen++
+	ts := fmt.Sprintf("..2026_01_02_03_04_05.%09d", d.gen)
+	if err := os.Mkdir(filepath.Join(d.dir, ts), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		writeFile(t, filepath.Join(d.dir, ts, name), data)
+	}
+	if err := os.Symlink(ts, filepath.Join(d.dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(d.dir, "..data_tmp"), filepath.Join(d.dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if d.cur != "" {
+		if err := os.RemoveAll(filepath.Join(d.dir, d.cur)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.cur = ts
+}
+
+// reload is one call of a KeyPair's OnReloadFunc.
+type reload struct {
+	serial int64 // 0 for a failure
+	err    error
+}
+
+// reloadRecorder collects OnReloadFunc calls on a channel.
+type reloadRecorder struct{ ch chan reload }
+
+func newReloadRecorder() *reloadRecorder { return &reloadRecorder{ch: make(chan reload, 4096)} }
+
+func (r *reloadRecorder) hook(c *tls.Certificate, err error) {
+	ev := reload{err: err}
+	if c != nil {
+		ev.serial = c.Leaf.SerialNumber.Int64()
+	}
+	select {
+	case r.ch <- ev:
+	default: // a test that floods the recorder fails by missing its event
+	}
+}
+
+// waitSuccess waits for a reload to serial and returns it; failures seen
+// on the way are counted.
+func (r *reloadRecorder) waitSuccess(t *testing.T, serial int64) (failures int) {
+	t.Helper()
+	timeout := time.After(waitLimit)
+	for {
+		select {
+		case ev := <-r.ch:
+			if ev.err != nil {
+				failures++
+				continue
+			}
+			if ev.serial == serial {
+				return failures
+			}
+		case <-timeout:
+			t.Fatalf("no reload to serial %d within %s (%d failures seen)", serial, waitLimit, failures)
+		}
+	}
+}
+
+// waitFailure waits for a failed reload and returns its error.
+func (r *reloadRecorder) waitFailure(t *testing.T) error {
+	t.Helper()
+	timeout := time.After(waitLimit)
+	for {
+		select {
+		case ev := <-r.ch:
+			if ev.err != nil {
+				return ev.err
+			}
+			t.Fatalf("reloaded to serial %d; want a failure first", ev.serial)
+		case <-timeout:
+			t.Fatalf("no failed reload within %s", waitLimit)
+		}
+	}
+}
+
+// runUntilCleanup runs run on a goroutine until the test ends, then
+// cancels it and checks that it returns nil.
+func runUntilCleanup(t *testing.T, run func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v; want nil after cancel", err)
+			}
+		case <-time.After(waitLimit):
+			t.Errorf("Run did not return within %s of cancel", waitLimit)
+		}
+	})
+}
+
+// logBuffer is a concurrency-safe buffer for a test slog.Logger.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newTestLogger() (*slog.Logger, *logBuffer) {
+	b := &logBuffer{}
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+}
+
+// metricValue is the value of the series name{labels} in reg, and whether
+// it exists.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if !labelsMatch(m.GetLabel(), labels) {
+				continue
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func labelsMatch[L interface {
+	GetName() string
+	GetValue() string
+}](got []L, want map[string]string) bool {
+	n := 0
+	for _, l := range got {
+		if v, ok := want[l.GetName()]; ok {
+			if v != l.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
+}

@@ -1,0 +1,159 @@
+package certs
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+)
+
+// leafBackdate is how far before "now" a minted leaf's NotBefore is set, so
+// that a node whose clock runs a little behind accepts it.
+const leafBackdate = 5 * time.Minute
+
+// issuer is a CA ready to sign: one snapshot, replaced whole when the CA
+// files change.
+type issuer struct {
+	cert      *x509.Certificate
+	key       crypto.Signer
+	file      string   // ca.crt, for error messages
+	permitted []string // canonical PermittedDNSDomains; empty: any name
+	excluded  []string // canonical ExcludedDNSDomains
+}
+
+// newIssuer checks that pair is a CA that can sign leaves at now.
+func newIssuer(pair *tls.Certificate, file string, now time.Time) (*issuer, error) {
+	c := pair.Leaf
+	key, ok := pair.PrivateKey.(crypto.Signer)
+	switch {
+	case c == nil:
+		return nil, fmt.Errorf("CA %s: no certificate", file)
+	case !c.BasicConstraintsValid || !c.IsCA:
+		return nil, fmt.Errorf("CA %s (%s) is not a CA certificate (basic constraints CA:TRUE missing); create one with snigate ca init", file, c.Subject)
+	case c.KeyUsage != 0 && c.KeyUsage&x509.KeyUsageCertSign == 0:
+		return nil, fmt.Errorf("CA %s (%s) may not sign certificates (key usage lacks keyCertSign)", file, c.Subject)
+	case !ok:
+		return nil, fmt.Errorf("CA %s: private key of type %T cannot sign", file, pair.PrivateKey)
+	case !now.Before(c.NotAfter):
+		return nil, fmt.Errorf("CA %s expired at %s; create a new one with snigate ca init --force", file, c.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return &issuer{cert: c, key: key, file: file,
+		permitted: canonicalNames(c.PermittedDNSDomains), excluded: canonicalNames(c.ExcludedDNSDomains)}, nil
+}
+
+func canonicalNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = canonicalName(n)
+	}
+	return out
+}
+
+// permits applies the CA's DNS name constraints to a canonical name, more
+// strictly than X.509 does: a permitted "example.com" covers example.com
+// and exactly one label below it (a.example.com, the names a one-label
+// wildcard matches), not a.b.example.com; a permitted ".example.com" covers
+// exactly one label below it. Excluded names are read as X.509 reads them.
+func (is *issuer) permits(name string) error {
+	for _, e := range is.excluded {
+		if withinSuffix(name, e) {
+			return is.refuse(name, fmt.Sprintf("the CA excludes %s", e))
+		}
+	}
+	if len(is.permitted) == 0 {
+		return nil
+	}
+	for _, p := range is.permitted {
+		if base, below := strings.CutPrefix(p, "."); below {
+			if oneLabelBelow(name, base) {
+				return nil
+			}
+		} else if name == p || oneLabelBelow(name, p) {
+			return nil
+		}
+	}
+	return is.refuse(name, "")
+}
+
+func (is *issuer) refuse(name, why string) error {
+	return &nameError{name: name, ca: is.file, permitted: is.permitted, why: why}
+}
+
+// nameError is a refusal to mint for a name outside the CA's constraints.
+type nameError struct {
+	name, ca, why string
+	permitted     []string
+}
+
+func (e *nameError) Error() string {
+	if e.why != "" {
+		return fmt.Sprintf("certs: CA %s: %s; name %s is outside it", e.ca, e.why, e.name)
+	}
+	return fmt.Sprintf("certs: CA %s is constrained to [%s] (each name and exactly one label below it); "+
+		"name %s is outside them; add it with snigate ca init --name %s", e.ca, strings.Join(e.permitted, " "), e.name, e.name)
+}
+
+func (e *nameError) Is(target error) bool { return target == ErrNameNotPermitted }
+
+// issue signs a fresh ECDSA P-256 leaf for name, valid from a little before
+// now for validity, but never outside the CA's own validity.
+func (is *issuer) issue(name string, now time.Time, validity time.Duration) (*tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key: %w", err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: name},
+		DNSNames:              []string{name},
+		NotBefore:             latest(now.Add(-leafBackdate), is.cert.NotBefore),
+		NotAfter:              earliest(now.Add(validity), is.cert.NotAfter),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, is.cert, &key.PublicKey, is.key)
+	if err != nil {
+		return nil, fmt.Errorf("sign certificate for %s with CA %s: %w", name, is.file, err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parse minted certificate for %s: %w", name, err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der, is.cert.Raw}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// randomSerial is a positive random serial number of at most 127 bits.
+func randomSerial() (*big.Int, error) {
+	limit := new(big.Int).Lsh(big.NewInt(1), 127)
+	n, err := rand.Int(rand.Reader, limit)
+	if err != nil {
+		return nil, fmt.Errorf("serial number: %w", err)
+	}
+	return n.Or(n, big.NewInt(1)), nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,302 @@
+package certs
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of MinterConfig.
+const (
+	DefaultLeafValidity = 7 * 24 * time.Hour // a minted leaf's lifetime
+	DefaultMaxLeaves    = 4096               // cached leaves; beyond, the one due first is dropped
+)
+
+// MinterConfig configures a Minter.
+type MinterConfig struct {
+	CACertFile string // PEM CA certificate (serve.ca_cert); required
+	CAKeyFile  string // its PEM private key (serve.ca_key); required
+	Route      string // label for metrics and logs
+
+	Logger  *slog.Logger // nil: slog.Default()
+	Metrics *Metrics     // nil: no metrics
+
+	// Validity is a minted leaf's lifetime (never beyond the CA's).
+	// Zero: DefaultLeafValidity.
+	Validity time.Duration
+	// RenewBefore is how long before a leaf expires it is replaced. Zero:
+	// Validity/3. It must be shorter than Validity.
+	RenewBefore time.Duration
+	// MaxLeaves bounds the cache. Zero: DefaultMaxLeaves.
+	MaxLeaves int
+	// PollInterval is passed to the CA files' KeyPair. Zero:
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
+
+	// OnMintFunc, if set, is called at the start of every mint with the
+	// name, on the goroutine that mints: blocking in it delays that name
+	// only. For tests and tracing.
+	OnMintFunc func(name string)
+	// OnCAChangeFunc, if set, is called after a changed CA was put in use
+	// and the leaf cache dropped.
+	OnCAChangeFunc func()
+}
+
+// Minter serves, for each SNI name, a leaf certificate it signs with a CA
+// (serve.ca_cert/ca_key): minted on first use, cached, renewed in the
+// background well before it expires. Concurrent first handshakes for one
+// name mint once; a mint never blocks handshakes for other names. The CA
+// files are watched like a KeyPair's; a changed CA drops the cache.
+type Minter struct {
+	cfg    MinterConfig
+	log    *slog.Logger
+	caPair *KeyPair
+	ca     atomic.Pointer[issuer]
+
+	mu       sync.Mutex
+	leaves   map[string]*leaf     // by canonical name
+	inflight map[string]*mintCall // by canonical name
+	stopped  bool                 // Run has ended: no more background mints
+	wg       sync.WaitGroup       // background renewals
+}
+
+// leaf is a cached minted certificate.
+type leaf struct {
+	cert    *tls.Certificate
+	iss     *issuer
+	renewAt time.Time
+	used    atomic.Bool // served since minted: the sweep renews only these
+}
+
+// mintCall is one mint in flight; done is closed when cert/err are set.
+type mintCall struct {
+	done chan struct{}
+	cert *tls.Certificate
+	err  error
+}
+
+// NewMinter loads and checks the CA (a CA certificate, able to sign, not
+// expired). Call Run to watch it and to renew leaves in the background.
+func NewMinter(cfg MinterConfig) (*Minter, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	m := &Minter{cfg: cfg, log: cfg.Logger, leaves: map[string]*leaf{}, inflight: map[string]*mintCall{}}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	kp, err := NewKeyPair(KeyPairConfig{
+		CertFile: cfg.CACertFile, KeyFile: cfg.CAKeyFile, Route: cfg.Route, Role: RoleServeCA,
+		Logger: cfg.Logger, Metrics: cfg.Metrics, PollInterval: cfg.PollInterval,
+		OnReloadFunc: m.caReloaded,
+	})
+	if err != nil {
+		return nil, err
+	}
+	iss, err := newIssuer(kp.certificate(), cfg.CACertFile, cfg.Now())
+	if err != nil {
+		return nil, fmt.Errorf("certs: route %q serve.ca_cert: %w", cfg.Route, err)
+	}
+	m.caPair = kp
+	m.ca.Store(iss)
+	return m, nil
+}
+
+func (c *MinterConfig) setDefaults() error {
+	if c.CACertFile == "" || c.CAKeyFile == "" {
+		return fmt.Errorf("certs: minter for route %q: want both serve.ca_cert and serve.ca_key, got %q and %q",
+			c.Route, c.CACertFile, c.CAKeyFile)
+	}
+	if c.Validity <= 0 {
+		c.Validity = DefaultLeafValidity
+	}
+	if c.RenewBefore <= 0 {
+		c.RenewBefore = c.Validity / 3
+	}
+	if c.RenewBefore >= c.Validity {
+		return fmt.Errorf("certs: minter for route %q: renew-before %s must be shorter than validity %s",
+			c.Route, c.RenewBefore, c.Validity)
+	}
+	if c.MaxLeaves <= 0 {
+		c.MaxLeaves = DefaultMaxLeaves
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// GetCertificate returns the leaf for hello.ServerName, minting it on first
+// use (the shape of tls.Config.GetCertificate). It fails for a ClientHello
+// without SNI (ErrNoServerName), a name that is not a valid host name, and a
+// name outside the CA's name constraints (errors.Is ErrNameNotPermitted).
+func (m *Minter) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	m.caPair.observe()
+	if hello == nil || hello.ServerName == "" {
+		m.cfg.Metrics.minted(m.cfg.Route, "refused")
+		return nil, ErrNoServerName
+	}
+	name := canonicalName(hello.ServerName)
+	iss := m.ca.Load()
+	if err := m.check(name, iss); err != nil {
+		m.cfg.Metrics.minted(m.cfg.Route, "refused")
+		return nil, err
+	}
+	cert, call, leader := m.lookup(name, iss)
+	if cert != nil {
+		return cert, nil
+	}
+	if leader {
+		m.mint(name, iss, call, false)
+	}
+	return m.await(helloContext(hello), name, call)
+}
+
+func (m *Minter) check(name string, iss *issuer) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("certs: cannot mint a certificate for server name: %w", err)
+	}
+	return iss.permits(name)
+}
+
+func helloContext(hello *tls.ClientHelloInfo) context.Context {
+	if ctx := hello.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// lookup returns the cached leaf for name if it is still valid (starting a
+// background renewal when it is due), else the mint to wait for, creating
+// it (leader) if none is in flight.
+func (m *Minter) lookup(name string, iss *issuer) (cert *tls.Certificate, call *mintCall, leader bool) {
+	now := m.cfg.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.leaves[name]; l != nil && l.iss == iss && now.Before(l.cert.Leaf.NotAfter) {
+		l.used.Store(true)
+		if !now.Before(l.renewAt) {
+			m.renewLocked(name, iss)
+		}
+		return l.cert, nil, false
+	}
+	if call = m.inflight[name]; call != nil {
+		return nil, call, false
+	}
+	call = &mintCall{done: make(chan struct{})}
+	m.inflight[name] = call
+	return nil, call, true
+}
+
+// renewLocked starts a background mint for name unless one is in flight or
+// Run has ended. m.mu is held.
+func (m *Minter) renewLocked(name string, iss *issuer) {
+	if m.inflight[name] != nil || m.stopped {
+		return
+	}
+	call := &mintCall{done: make(chan struct{})}
+	m.inflight[name] = call
+	m.wg.Go(func() { m.mint(name, iss, call, true) })
+}
+
+func (m *Minter) await(ctx context.Context, name string, call *mintCall) (*tls.Certificate, error) {
+	select {
+	case <-call.done:
+		return call.cert, call.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("certs: waiting for the certificate of %s: %w", name, ctx.Err())
+	}
+}
+
+// mint signs a leaf for name, caches it if iss is still the CA in use, and
+// releases everyone waiting on call.
+func (m *Minter) mint(name string, iss *issuer, call *mintCall, renewal bool) {
+	defer close(call.done)
+	if m.cfg.OnMintFunc != nil {
+		m.cfg.OnMintFunc(name)
+	}
+	now := m.cfg.Now()
+	call.cert, call.err = iss.issue(name, now, m.cfg.Validity)
+	m.store(name, iss, call, now)
+	m.report(name, call, renewal)
+}
+
+// store ends call's flight and caches its leaf.
+func (m *Minter) store(name string, iss *issuer, call *mintCall, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.inflight[name] == call {
+		delete(m.inflight, name)
+	}
+	if call.err != nil || m.ca.Load() != iss {
+		return
+	}
+	if _, ok := m.leaves[name]; !ok && len(m.leaves) >= m.cfg.MaxLeaves {
+		m.evictLocked()
+	}
+	m.leaves[name] = &leaf{cert: call.cert, iss: iss, renewAt: m.renewAt(call.cert, now)}
+	m.updateExpiryLocked()
+}
+
+// renewAt is when a leaf minted at now is replaced: RenewBefore ahead of
+// its expiry, or a third of its lifetime ahead if the CA's expiry cut the
+// lifetime short.
+func (m *Minter) renewAt(c *tls.Certificate, now time.Time) time.Time {
+	lifetime := c.Leaf.NotAfter.Sub(now)
+	return c.Leaf.NotAfter.Add(-min(m.cfg.RenewBefore, lifetime/3))
+}
+
+// evictLocked drops the cached leaf due for renewal first.
+func (m *Minter) evictLocked() {
+	var victim string
+	var at time.Time
+	for name, l := range m.leaves {
+		if victim == "" || l.renewAt.Before(at) {
+			victim, at = name, l.renewAt
+		}
+	}
+	delete(m.leaves, victim)
+}
+
+// updateExpiryLocked sets the serve expiry metric to the earliest NotAfter
+// among cached leaves.
+func (m *Minter) updateExpiryLocked() {
+	var first time.Time
+	for _, l := range m.leaves {
+		if na := l.cert.Leaf.NotAfter; first.IsZero() || na.Before(first) {
+			first = na
+		}
+	}
+	if first.IsZero() {
+		m.cfg.Metrics.deleteExpiry(m.cfg.Route, RoleServe)
+		return
+	}
+	m.cfg.Metrics.setExpiry(m.cfg.Route, RoleServe, first)
+}
+
+// report logs and counts a finished mint. A failed first mint is returned
+// to the handshakes waiting for it (which log it); a failed renewal has no
+// one to return to, so it is logged here.
+func (m *Minter) report(name string, call *mintCall, renewal bool) {
+	if call.err != nil {
+		m.cfg.Metrics.minted(m.cfg.Route, "error")
+		if renewal {
+			m.log.Error("certificate renewal failed; serving the current one until it expires",
+				"route", m.cfg.Route, "sni", name, "err", call.err)
+		}
+		return
+	}
+	m.cfg.Metrics.minted(m.cfg.Route, "ok")
+	msg := "certificate minted"
+	if renewal {
+		msg = "certificate renewed"
+	}
+	leaf := call.cert.Leaf
+	m.log.Info(msg, "route", m.cfg.Route, "sni", name, "serial", serialHex(leaf), "not_after", leaf.NotAfter.UTC())
+}
