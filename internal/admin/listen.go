@@ -52,7 +52,8 @@ func Listen(addr string) (net.Listener, error) {
 // A file already at path is checked first: a socket that accepts a connection
 // belongs to a running process (error); a socket that refuses is stale and
 // is replaced by the rename; anything that is not a socket is an error and
-// is left alone.
+// is left alone. (Two processes started at the same instant on one path
+// could both pass the check; the later rename wins. Nothing else is racy.)
 func listenUnix(path string) (net.Listener, error) {
 	if path == "" {
 		return nil, errors.New(`admin listener "unix:": want a socket path such as "unix:/run/snigate/admin.sock"`)
