@@ -1,0 +1,91 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+)
+
+var healthKeys = []string{"check", "path", "expect_status", "interval", "timeout", "fall", "rise"}
+
+// defaultCheck returns the health check used when a route sets none: a
+// handshake for bridge routes, a connect for splice routes ("" while the
+// mode is unknown).
+func defaultCheck(mode string) string {
+	switch mode {
+	case ModeBridge:
+		return CheckTLS
+	case ModeSplice:
+		return CheckTCP
+	}
+	return ""
+}
+
+// health parses a route's health: section and fills in its defaults.
+func (p *parser) health(route fields, mode string) Health {
+	f := p.mapping(route.get("health"), route.key("health"), route.keyLine("health"), healthKeys...)
+	h := Health{Check: p.enumAt(f, "check", defaultCheck(mode), CheckTCP, CheckTLS, CheckHTTP)}
+	h.Path, h.ExpectStatus = p.httpCheck(f, h.Check)
+	h.Interval = p.durationAt(f, "interval", DefaultHealthInterval)
+	h.Timeout = p.durationAt(f, "timeout", DefaultHealthTimeout)
+	h.Fall = p.intAt(f, "fall", DefaultHealthFall, 1)
+	h.Rise = p.intAt(f, "rise", DefaultHealthRise, 1)
+	p.timeoutBelowInterval(f, h)
+	return h
+}
+
+// httpCheck returns path and expect_status, which only an http check may set.
+func (p *parser) httpCheck(f fields, check string) (string, []int) {
+	if check != CheckHTTP && check != "" {
+		for _, name := range []string{"path", "expect_status"} {
+			if _, present := f.keys[name]; present {
+				p.errorf(f.keyLine(name), f.key(name), "only used by check: http (this route's check is %s); remove it or set check: http", check)
+			}
+		}
+		return "", nil
+	}
+	return p.healthPath(f), p.expectStatus(f)
+}
+
+// healthPath returns the http check's path, starting with "/".
+func (p *parser) healthPath(f fields) string {
+	const want = `a path such as "/v2/"`
+	n := f.get("path")
+	if n == nil {
+		return DefaultHealthPath
+	}
+	s, ok := p.scalar(n, f.key("path"), want)
+	if ok && !strings.HasPrefix(s, "/") {
+		p.errorf(n.Line, f.key("path"), "want %s, got %q (it must start with /)", want, s)
+	}
+	return s
+}
+
+// expectStatus returns the HTTP statuses that mean healthy, each 100..599.
+func (p *parser) expectStatus(f fields) []int {
+	if f.get("expect_status") == nil {
+		return DefaultExpectStatus()
+	}
+	var out []int
+	seen := dupChecker{}
+	for _, it := range p.listAt(f, "expect_status", "[200, 401]") {
+		if code, ok := p.integer(it.node, it.key, 100, 599); ok && seen.check(p, it, strconv.Itoa(code)) {
+			out = append(out, code)
+		}
+	}
+	p.require(f, "expect_status", len(out) > 0, "one or more HTTP statuses such as [200, 401]")
+	return out
+}
+
+// timeoutBelowInterval checks that a check ends before the next one starts,
+// reporting at the key the file sets.
+func (p *parser) timeoutBelowInterval(f fields, h Health) {
+	if h.Timeout < h.Interval || p.hasErrorAt(f.key("timeout")) || p.hasErrorAt(f.key("interval")) {
+		return
+	}
+	if n := f.get("timeout"); n != nil {
+		p.errorf(n.Line, f.key("timeout"), "want less than health.interval (%s), got %q", shortDuration(h.Interval), n.Value)
+		return
+	}
+	n := f.get("interval")
+	p.errorf(n.Line, f.key("interval"), "want more than health.timeout (%s, the default), got %q", shortDuration(h.Timeout), n.Value)
+}

@@ -1,0 +1,246 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parseInDir parses yaml as dir/snigate.yaml and returns its error lines
+// with dir/ removed.
+func parseInDir(t *testing.T, dir, yaml string) []string {
+	t.Helper()
+	_, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(yaml))
+	if err == nil {
+		return nil
+	}
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("error %T is not an ErrorList: %v", err, err)
+	}
+	return strings.Split(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""), "\n")
+}
+
+func TestParseErrors(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseInDir(t, dir, tc.yaml)
+			if len(got) == 0 {
+				t.Fatalf("Parse succeeded; want errors:\n%s", strings.Join(tc.want, "\n"))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// fullExample is the example of the interface document with real files
+// (relative to the configuration file) and an http check, since path and
+// expect_status belong to that check only; plus a splice route that
+// relies on every default.
+const fullExample = `listen:
+  tls: [":443", "[::]:8443"]
+  connect: ":3128"
+  dns: ":53"
+  admin: "127.0.0.1:9090"
+  allow: ["10.0.0.0/8", "192.168.1.7"]
+  proxy_protocol_from: []
+
+timeouts:
+  client_hello: 5s
+  connect: 4s
+  idle: 1h30m
+  drain: 30s
+
+max_connections: 20000
+
+dns:
+  answer: ["192.0.2.10", "2001:db8::10"]
+  ttl: 45s
+  forward: ["10.96.0.10:53", "10.96.0.11", "[2001:db8::53]"]
+  names: [Mirror.Example.com.]
+
+default_route: ""
+
+routes:
+  - name: registry
+    sni: ["registry.example.com", "*.registry.example.com"]
+    mode: bridge
+    upstreams: ["10.1.0.10:443", "registry-2.internal:443"]
+    balance: leastconn
+    proxy_protocol: ""
+    health:
+      check: http
+      path: /v2/
+      expect_status: [200, 401]
+      interval: 3s
+      timeout: 2s
+      fall: 3
+      rise: 2
+    serve:
+      cert: serve.crt
+      key: serve.key
+    upstream_tls:
+      cert: client.crt
+      key: client.key
+      ca: ca.crt
+      server_name: ""
+  - name: git
+    sni: [Git.Example.com]
+    mode: splice
+    upstreams: ["10.2.0.1:443"]
+    proxy_protocol: v2
+  - name: minted
+    sni: [minted.example.com]
+    mode: bridge
+    upstreams: ["10.3.0.1:443"]
+    serve: {ca_cert: ca.crt, ca_key: ca.key}
+    upstream_tls: {server_name: Upstream.Example.com}
+`
+
+func TestParseFullExample(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	c, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(fullExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(name string) string { return filepath.Join(dir, name) }
+	want := &Config{
+		File: filepath.Join(dir, "snigate.yaml"),
+		Listen: Listen{
+			TLS:     []string{":443", "[::]:8443"},
+			Connect: ":3128", DNS: ":53", Admin: "127.0.0.1:9090",
+			Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
+		},
+		Timeouts:       Timeouts{ClientHello: 5 * time.Second, Connect: 4 * time.Second, Idle: 90 * time.Minute, Drain: 30 * time.Second},
+		MaxConnections: 20000,
+		DNS: DNS{
+			Answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
+			TTL:     45 * time.Second,
+			Forward: []string{"10.96.0.10:53", "10.96.0.11:53", "[2001:db8::53]:53"},
+			Names:   []string{"mirror.example.com"},
+		},
+		Routes: []Route{{
+			Name: "registry", Line: 26,
+			SNI:       []string{"registry.example.com", "*.registry.example.com"},
+			Mode:      ModeBridge,
+			Upstreams: []string{"10.1.0.10:443", "registry-2.internal:443"},
+			Balance:   BalanceLeastConn,
+			Health: Health{Check: CheckHTTP, Path: "/v2/", ExpectStatus: []int{200, 401},
+				Interval: 3 * time.Second, Timeout: 2 * time.Second, Fall: 3, Rise: 2},
+			Serve:       Serve{Cert: in("serve.crt"), Key: in("serve.key")},
+			UpstreamTLS: UpstreamTLS{Cert: in("client.crt"), Key: in("client.key"), CA: in("ca.crt")},
+		}, {
+			Name: "git", Line: 48,
+			SNI: []string{"git.example.com"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
+			Balance: BalanceRoundRobin, ProxyProtocol: ProxyProtocolV2,
+			Health: Health{Check: CheckTCP, Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
+				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
+		}, {
+			Name: "minted", Line: 53,
+			SNI: []string{"minted.example.com"}, Mode: ModeBridge, Upstreams: []string{"10.3.0.1:443"},
+			Balance: BalanceRoundRobin,
+			Health: Health{Check: CheckTLS, Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
+				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
+			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key")},
+			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com"},
+		}},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Parse:\n got %+v\nwant %+v", c, want)
+	}
+	if !c.Routes[2].Serve.Minting() || c.Routes[0].Serve.Minting() {
+		t.Error("Serve.Minting: want true for ca_cert/ca_key only")
+	}
+	wantNames := []string{"registry.example.com", "*.registry.example.com", "git.example.com", "minted.example.com", "mirror.example.com"}
+	if got := c.RoutedNames(); !slices.Equal(got, wantNames) {
+		t.Errorf("RoutedNames() = %q, want %q", got, wantNames)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	tests := []struct {
+		name string
+		yaml string
+		want Health
+	}{
+		{name: "splice", yaml: minimalSplice, want: Health{Check: CheckTCP}},
+		{name: "bridge", yaml: minimalBridge, want: Health{Check: CheckTLS}},
+		{name: "http check", yaml: minimalSplice + "    health: {check: http}\n",
+			want: Health{Check: CheckHTTP, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantTimeouts := Timeouts{ClientHello: DefaultClientHelloTimeout, Connect: DefaultConnectTimeout,
+				Idle: DefaultIdleTimeout, Drain: DefaultDrainTimeout}
+			if c.Timeouts != wantTimeouts {
+				t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, wantTimeouts)
+			}
+			if c.MaxConnections != DefaultMaxConnections || c.DNS.TTL != DefaultDNSTTL || c.DefaultRoute != "" {
+				t.Errorf("MaxConnections %d, DNS.TTL %v, DefaultRoute %q: want defaults", c.MaxConnections, c.DNS.TTL, c.DefaultRoute)
+			}
+			r := c.Routes[0]
+			if r.Balance != DefaultBalance || r.ProxyProtocol != "" || r.Line != 4 {
+				t.Errorf("Balance %q, ProxyProtocol %q, Line %d: want %q, \"\", 4", r.Balance, r.ProxyProtocol, r.Line, DefaultBalance)
+			}
+			want := tc.want
+			want.Interval, want.Timeout, want.Fall, want.Rise = DefaultHealthInterval, DefaultHealthTimeout, DefaultHealthFall, DefaultHealthRise
+			if !reflect.DeepEqual(r.Health, want) {
+				t.Errorf("Health = %+v, want %+v", r.Health, want)
+			}
+		})
+	}
+}
+
+func TestDefaultExpectStatusIsFresh(t *testing.T) {
+	a := DefaultExpectStatus()
+	a[0] = 999
+	if b := DefaultExpectStatus(); b[0] != 200 {
+		t.Errorf("DefaultExpectStatus() = %v after a caller changed a result; want [200 401]", b)
+	}
+}
+
+func TestAliasesAreFollowed(t *testing.T) {
+	yaml := `listen:
+  tls: &addrs [":443"]
+  connect: ":3128"
+routes:
+  - name: a
+    sni: [a.example.com]
+    mode: splice
+    upstreams: &ups ["10.0.0.1:443", "10.0.0.2:443"]
+  - name: b
+    sni: [b.example.com]
+    mode: splice
+    upstreams: *ups
+    health: {interval: *addrs}
+`
+	got := parseInDir(t, t.TempDir(), yaml)
+	// The error points at the alias, where the value is used.
+	want := []string{`snigate.yaml:13: routes[1].health.interval: want a duration such as "3s", got a list`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c, err := Parse("snigate.yaml", []byte(strings.Replace(yaml, "    health: {interval: *addrs}\n", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Routes[1].Upstreams, c.Routes[0].Upstreams) {
+		t.Errorf("aliased upstreams = %q, want %q", c.Routes[1].Upstreams, c.Routes[0].Upstreams)
+	}
+}
