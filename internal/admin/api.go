@@ -16,18 +16,19 @@ import (
 // MaxBodyBytes bounds a runtime API request body; {"state":"maint"} needs 17.
 const MaxBodyBytes = 4 << 10
 
-// ErrUnknownRoute is what the gateway's SetUpstreamState returns (wrapped)
-// for a route it does not have; the API answers 404. An unknown upstream of
-// a known route is upstream.ErrUnknownUpstream, also 404.
-var ErrUnknownRoute = errors.New("unknown route")
+// ErrNotFound is what the gateway's SetUpstreamState wraps for a route it
+// does not have or an upstream the route does not have; the API answers 404.
+// An error wrapping upstream.ErrUnknownUpstream is a 404 as well.
+var ErrNotFound = errors.New("not found")
 
 // upstreamAPI is what the runtime API needs from the gateway: the status of
 // every upstream of every route, and setting one upstream's state.
-// SetUpstreamState returns an error wrapping ErrUnknownRoute or
-// upstream.ErrUnknownUpstream when the route or upstream does not exist.
+// SetUpstreamState returns the upstream's status after the change, or an
+// error wrapping ErrNotFound (or upstream.ErrUnknownUpstream) when the route
+// or upstream does not exist.
 type upstreamAPI interface {
 	Upstreams() []upstream.Status
-	SetUpstreamState(route, upstream string, s upstream.State) error
+	SetUpstreamState(route, upstream string, s upstream.State) (upstream.Status, error)
 }
 
 // validStates lists the states in the order the API documents them.
@@ -69,40 +70,28 @@ func (s *Server) setUpstream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, err.Error())
 		return
 	}
-	if err := s.cfg.Upstreams.SetUpstreamState(route, addr, state); err != nil {
+	st, err := s.cfg.Upstreams.SetUpstreamState(route, addr, state)
+	if err != nil {
 		s.setFailed(w, route, addr, err)
 		return
 	}
 	s.cfg.Metrics.stateChanged(route, string(state))
 	s.log.Info("upstream state set through the admin API",
 		"route", route, "upstream", addr, "state", state, "client", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, s.statusOf(route, addr, state))
+	writeJSON(w, http.StatusOK, st)
 }
 
 // setFailed maps a SetUpstreamState error to a response.
 func (s *Server) setFailed(w http.ResponseWriter, route, addr string, err error) {
 	switch {
-	case errors.Is(err, ErrUnknownRoute):
-		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown route %q: %v; GET /api/upstreams lists the routes", route, err))
-	case errors.Is(err, upstream.ErrUnknownUpstream):
-		writeError(w, http.StatusNotFound, fmt.Sprintf("route %q has no upstream %q: %v; GET /api/upstreams lists the upstreams", route, addr, err))
+	case errors.Is(err, ErrNotFound), errors.Is(err, upstream.ErrUnknownUpstream):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("%v; GET /api/upstreams lists the routes and their upstreams", err))
 	case errors.Is(err, upstream.ErrInvalidState):
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%v; want one of %s", err, stateList()))
 	default:
 		s.log.Error("set upstream state", "route", route, "upstream", addr, "err", err)
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("set state of %s in route %s: %v", addr, route, err))
 	}
-}
-
-// statusOf returns the current status of one upstream. Should it have
-// vanished in between (a reload), the answer still says what was set.
-func (s *Server) statusOf(route, addr string, state upstream.State) upstream.Status {
-	for _, st := range s.cfg.Upstreams.Upstreams() {
-		if st.Route == route && st.Upstream == addr {
-			return st
-		}
-	}
-	return upstream.Status{Route: route, Upstream: addr, State: state}
 }
 
 // readState decodes and validates the request body. On failure it returns

@@ -80,7 +80,7 @@ func TestSetUpstreamStateTransitions(t *testing.T) {
 	for _, from := range states {
 		for _, to := range states {
 			t.Run(fmt.Sprintf("%s to %s", from, to), func(t *testing.T) {
-				if err := fake.SetUpstreamState(route, up, from); err != nil {
+				if _, err := fake.SetUpstreamState(route, up, from); err != nil {
 					t.Fatal(err)
 				}
 				before := counterValue(t, m.stateChanges.WithLabelValues(route, string(to)))
@@ -143,11 +143,11 @@ func TestSetUpstreamErrors(t *testing.T) {
 		wantMsg                       []string
 	}{
 		{name: "unknown route", path: "/api/upstreams/nope/10.1.0.10:443", body: `{"state":"drain"}`,
-			wantCode: 404, wantMsg: []string{`unknown route "nope"`}},
+			wantCode: 404, wantMsg: []string{`route "nope": not found; GET /api/upstreams lists`}},
 		{name: "unknown upstream", path: "/api/upstreams/registry/10.9.9.9:443", body: `{"state":"drain"}`,
-			wantCode: 404, wantMsg: []string{`route "registry" has no upstream "10.9.9.9:443"`}},
+			wantCode: 404, wantMsg: []string{`route "registry" upstream "10.9.9.9:443": unknown upstream`}},
 		{name: "upstream of another route", path: "/api/upstreams/mirror/10.1.0.10:443", body: `{"state":"drain"}`,
-			wantCode: 404, wantMsg: []string{"no upstream"}},
+			wantCode: 404, wantMsg: []string{"unknown upstream"}},
 		{name: "empty body", path: good, wantCode: 400, wantMsg: []string{"empty request body", `"ready"|"drain"|"maint"`}},
 		{name: "blank body", path: good, body: " \n", wantCode: 400, wantMsg: []string{"empty request body"}},
 		{name: "not JSON", path: good, body: "state=drain", contentType: "application/x-www-form-urlencoded",

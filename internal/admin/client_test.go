@@ -64,8 +64,8 @@ func TestClientAPIErrors(t *testing.T) {
 		wantCode              int
 		wantMsg               string
 	}{
-		{"unknown route", "nope", "10.1.0.10:443", upstream.StateDrain, 404, `unknown route "nope"`},
-		{"unknown upstream", "registry", "10.9.9.9:443", upstream.StateDrain, 404, `no upstream "10.9.9.9:443"`},
+		{"unknown route", "nope", "10.1.0.10:443", upstream.StateDrain, 404, `route "nope": not found`},
+		{"unknown upstream", "registry", "10.9.9.9:443", upstream.StateDrain, 404, `upstream "10.9.9.9:443": unknown upstream`},
 		{"unknown state", "registry", "10.1.0.10:443", "down", 400, "ready, drain, maint"},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,7 @@
 //	POST /api/upstreams/{route}/{upstream}   body {"state":"ready"|"drain"|"maint"}: 200 and the new upstream.Status
 //
 // Errors are JSON {"error": "..."}: 404 for an unknown route or upstream (the
-// gateway's error wraps ErrUnknownRoute or upstream.ErrUnknownUpstream), 400
+// gateway's error wraps ErrNotFound or upstream.ErrUnknownUpstream), 400
 // for a bad body or state, 413 for a body over MaxBodyBytes, 405 with an
 // Allow header for a wrong method. The {upstream} segment is a host:port;
 // send it verbatim ("10.1.0.10:443") or escaped ("10.1.0.10%3A443",
@@ -22,7 +22,7 @@
 //	ln, err := admin.Listen(cfg.Listen.Admin) // "127.0.0.1:9090" or "unix:/run/snigate/admin.sock" (mode 0600)
 //	if err != nil { ... }
 //	srv := admin.New(admin.Config{
-//		Upstreams: gw,          // Upstreams() []upstream.Status; SetUpstreamState(route, upstream, state) error
+//		Upstreams: gw,          // Upstreams() []upstream.Status; SetUpstreamState(route, upstream, state) (upstream.Status, error)
 //		ReadyFunc: gw.Ready,    // false while starting and while draining
 //		Gatherer:  registry,    // *prometheus.Registry
 //		Logger:    logger,

@@ -22,16 +22,16 @@ func (g *gateway) Upstreams() []upstream.Status {
 	return append([]upstream.Status(nil), g.st...)
 }
 
-func (g *gateway) SetUpstreamState(route, addr string, s upstream.State) error {
+func (g *gateway) SetUpstreamState(route, addr string, s upstream.State) (upstream.Status, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range g.st {
 		if g.st[i].Route == route && g.st[i].Upstream == addr {
 			g.st[i].State = s
-			return nil
+			return g.st[i], nil
 		}
 	}
-	return fmt.Errorf("%s in route %s: %w", addr, route, upstream.ErrUnknownUpstream)
+	return upstream.Status{}, fmt.Errorf("route %q upstream %q: %w", route, addr, admin.ErrNotFound)
 }
 
 // The lifecycle: Listen, New, Serve, then Shutdown; `snigate ctl` is a Client.

@@ -44,11 +44,11 @@ func (f *fakeUpstreams) Upstreams() []upstream.Status {
 	return append([]upstream.Status(nil), f.st...)
 }
 
-func (f *fakeUpstreams) SetUpstreamState(route, addr string, s upstream.State) error {
+func (f *fakeUpstreams) SetUpstreamState(route, addr string, s upstream.State) (upstream.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
-		return f.err
+		return upstream.Status{}, f.err
 	}
 	knownRoute := false
 	for i := range f.st {
@@ -58,13 +58,13 @@ func (f *fakeUpstreams) SetUpstreamState(route, addr string, s upstream.State) e
 		knownRoute = true
 		if f.st[i].Upstream == addr {
 			f.st[i].State = s
-			return nil
+			return f.st[i], nil
 		}
 	}
 	if !knownRoute {
-		return fmt.Errorf("route %q: %w", route, ErrUnknownRoute)
+		return upstream.Status{}, fmt.Errorf("route %q: %w", route, ErrNotFound)
 	}
-	return fmt.Errorf("%s: %w", addr, upstream.ErrUnknownUpstream)
+	return upstream.Status{}, fmt.Errorf("route %q upstream %q: %w", route, addr, upstream.ErrUnknownUpstream)
 }
 
 func (f *fakeUpstreams) state(route, addr string) upstream.State {
