@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 )
@@ -95,7 +96,15 @@ func hint(err error) string {
 		strings.Contains(msg, "remote error: tls: bad certificate"),
 		strings.Contains(msg, "remote error: tls: unknown certificate authority"),
 		strings.Contains(msg, "remote error: tls: certificate expired"):
-		return " (the upstream refused our client certificate: check upstream_tls.cert and upstream_tls.key)"
+		return refusedCertHint
 	}
 	return ""
+}
+
+const refusedCertHint = " (the upstream refused our client certificate: check upstream_tls.cert and upstream_tls.key)"
+
+// isRemoteAlert reports whether err is a TLS alert sent by the peer.
+func isRemoteAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
 }

@@ -104,7 +104,7 @@ func TestRiseFallCountOnlyConsecutiveResults(t *testing.T) {
 		wantHealthy bool
 	}{
 		{false, true}, {true, true}, {false, true}, // fail, pass, fail: never 2 in a row
-		{false, false},                             // second consecutive failure
+		{false, false},                               // second consecutive failure
 		{true, false}, {false, false}, {true, false}, // pass, fail, pass: never 2 in a row
 		{true, true}, // second consecutive pass
 	}

@@ -135,3 +135,33 @@ func addrsOf(hosts []*Host) []string {
 	}
 	return out
 }
+
+// listenSilent listens on addr and accepts connections that never get an
+// answer; they are closed at cleanup.
+func listenSilent(t testing.TB, addr string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	conns := make(chan net.Conn, 16)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		close(conns)
+		for c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}

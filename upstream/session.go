@@ -60,7 +60,7 @@ func (s *session) open(ctx context.Context, dial dialFunc, addr string, base *tl
 	s.stop = watchContext(ctx, raw)
 	if err := s.conn.HandshakeContext(ctx); err != nil {
 		s.close()
-		return fmt.Errorf("tls handshake with %s (server name %q): %w%s", addr, s.serverName, err, hint(err))
+		return fmt.Errorf("tls handshake with %s (server name %q): %w%s", addr, s.serverName, err, s.hint(err))
 	}
 	s.elapsed = time.Since(start)
 	return nil
@@ -170,7 +170,7 @@ func (s *session) confirm(ctx context.Context) error {
 	case errors.Is(err, io.EOF):
 		return errors.New("the server closed the connection right after the handshake: it probably refused our client certificate")
 	}
-	return fmt.Errorf("the server refused the session after the handshake: %w%s", err, hint(err))
+	return fmt.Errorf("the server refused the session after the handshake: %w%s", err, s.hint(err))
 }
 
 // get sends GET path with Host set to host over the session and returns the
@@ -189,15 +189,28 @@ func (s *session) get(ctx context.Context, host, path string) (*http.Response, e
 	req.Close = true
 	req.Header.Set("User-Agent", userAgent)
 	if err := req.Write(s.conn); err != nil {
-		return nil, fmt.Errorf("GET %s: %w%s", path, err, hint(err))
+		return nil, fmt.Errorf("GET %s: %w%s", path, err, s.hint(err))
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(s.conn), req)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w%s", path, err, hint(err))
+		return nil, fmt.Errorf("GET %s: %w%s", path, err, s.hint(err))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
 	return resp, nil
+}
+
+// hint explains err with what the handshake showed: a server that asked
+// for a client certificate and then failed the session most likely refused
+// ours (TLS 1.2 servers often say only "handshake failure").
+func (s *session) hint(err error) string {
+	if h := hint(err); h != "" {
+		return h
+	}
+	if s.requested && s.verified && isRemoteAlert(err) {
+		return refusedCertHint
+	}
+	return ""
 }
 
 func (s *session) close() {

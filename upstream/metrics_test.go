@@ -1,0 +1,93 @@
+package upstream
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// series gathers reg into "name{label=value,...} value" lines, sorted.
+func series(t *testing.T, reg prometheus.Gatherer) []string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			out = append(out, fmt.Sprintf("%s{%s} %g", mf.GetName(), strings.Join(labels, ","), v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg)
+	d := &switchDialer{down: map[string]bool{"10.0.0.2:443": true}}
+	old := mustPool(t, Config{Route: "registry", Addrs: threeAddrs, Check: Check{Fall: 1}, DialContext: d.DialContext, Metrics: m})
+	rounds(old, 2)
+	if err := old.SetState("10.0.0.3:443", StateMaint); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"snigate_upstream_checks_total{result=fail,route=registry,upstream=10.0.0.2:443} 2",
+		"snigate_upstream_checks_total{result=ok,route=registry,upstream=10.0.0.1:443} 2",
+		"snigate_upstream_checks_total{result=ok,route=registry,upstream=10.0.0.3:443} 2",
+		"snigate_upstream_state{route=registry,state=drain,upstream=10.0.0.3:443} 0",
+		"snigate_upstream_state{route=registry,state=maint,upstream=10.0.0.3:443} 1",
+		"snigate_upstream_state{route=registry,state=ready,upstream=10.0.0.3:443} 0",
+		"snigate_upstream_up{route=registry,upstream=10.0.0.2:443} 0",
+	}
+	if got := series(t, reg); !slices.Equal(got, want) {
+		t.Fatalf("series before Run:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A reload drops 10.0.0.1: Adopt deletes its series and publishes the
+	// adopted hosts' state.
+	p := mustPool(t, Config{Route: "registry", Addrs: threeAddrs[1:], Check: Check{Fall: 1}, DialContext: d.DialContext, Metrics: m})
+	p.Adopt(old)
+	got := series(t, reg)
+	wantSet := map[string]bool{
+		"snigate_upstream_checks_total{result=fail,route=registry,upstream=10.0.0.2:443} 2": true,
+		"snigate_upstream_checks_total{result=ok,route=registry,upstream=10.0.0.3:443} 2":   true,
+		"snigate_upstream_state{route=registry,state=ready,upstream=10.0.0.2:443} 1":        true,
+		"snigate_upstream_state{route=registry,state=maint,upstream=10.0.0.3:443} 1":        true,
+		"snigate_upstream_up{route=registry,upstream=10.0.0.2:443} 0":                       true,
+		"snigate_upstream_up{route=registry,upstream=10.0.0.3:443} 1":                       true,
+	}
+	for _, s := range got {
+		if strings.Contains(s, "10.0.0.1:443") {
+			t.Errorf("series of the removed upstream survived Adopt: %s", s)
+		}
+		delete(wantSet, s)
+	}
+	if len(wantSet) > 0 {
+		t.Errorf("missing after Adopt: %v\ngot\n%s", slices.Sorted(maps.Keys(wantSet)), strings.Join(got, "\n"))
+	}
+
+	m.DeleteRoute("registry")
+	if got := series(t, reg); len(got) != 0 {
+		t.Fatalf("series after DeleteRoute: %q, want none", got)
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	var m *Metrics
+	m.DeleteRoute("r")
+	m.DeleteUpstream("r", "u")
+	m.setUp("r", "u", true)
+	m.setState("r", "u", StateReady)
+	m.countCheck("r", "u", "ok")
+}
