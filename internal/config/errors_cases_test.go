@@ -27,6 +27,12 @@ var errorCases = []errorCase{
 	{name: "not YAML on the first line", yaml: "listen: tls: x\n", want: []string{
 		"snigate.yaml:1: not valid YAML: mapping values are not allowed in this context",
 	}},
+	{name: "bad indentation", yaml: "listen:\n  tls: [\":443\"]\n connect: x\n", want: []string{
+		"snigate.yaml:3: not valid YAML: did not find expected key",
+	}},
+	{name: "unterminated string", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - name: \"a\n", want: []string{
+		"snigate.yaml:4: not valid YAML: found unexpected end of stream",
+	}},
 	{name: "tab indentation", yaml: "listen:\n\ttls: [\":443\"]\n", want: []string{
 		"snigate.yaml:2: not valid YAML: found character that cannot start any token",
 	}},
