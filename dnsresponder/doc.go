@@ -1,0 +1,44 @@
+// Package dnsresponder is snigate's embedded DNS responder: it answers the
+// routed names (every route's SNI names plus dns.names) with the gateway's
+// addresses, authoritatively, and forwards every other name to the
+// configured resolvers.
+//
+// Three pieces, CoreDNS style:
+//
+//   - Policy: the answer for a routed name (A/AAAA from the configured
+//     addresses, NOERROR with an SOA for every other type). It knows no
+//     transport and is shared with the CoreDNS plugin (coredns-plugin/).
+//   - Handler: a dns.Handler that checks the query, asks the Policy, and
+//     forwards the rest (in order, failing over on timeout, network error
+//     or SERVFAIL); it handles EDNS0 and truncation and counts every query.
+//   - Server: UDP and TCP on sockets the caller opened, on top of
+//     miekg/dns, with a handler that can be swapped on reload.
+//
+// Usage:
+//
+//	var names sni.NameTable[struct{}]
+//	names.Add("registry.example.com", struct{}{})
+//	names.Add("*.registry.example.com", struct{}{})
+//	h, err := dnsresponder.New(dnsresponder.Config{
+//		Names:   &names,
+//		Answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10")},
+//		TTL:     30 * time.Second,
+//		Forward: []string{"10.96.0.10:53"},
+//		Metrics: dnsresponder.NewMetrics(prometheus.DefaultRegisterer), // once per process
+//	})
+//	if err != nil { ... }
+//	pc, _ := net.ListenPacket("udp", ":53") // the caller opens, Shutdown closes
+//	ln, _ := net.Listen("tcp", ":53")
+//	srv := dnsresponder.NewServer(h, logger)
+//	go srv.ServeUDP(pc)
+//	go srv.ServeTCP(ln)
+//	...
+//	srv.SetHandler(h2) // reload: queries from now on use h2
+//	...
+//	srv.Shutdown(ctx) // stop reading, answer what is in flight, close the sockets
+//
+// The CoreDNS plugin uses only the Policy:
+//
+//	if reply, ok := policy.Answer(r); ok { w.WriteMsg(reply); return dns.RcodeSuccess, nil }
+//	return plugin.NextOrFailure(...)
+package dnsresponder

@@ -1,0 +1,177 @@
+package dnsresponder
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/snigate/snigate/sni"
+)
+
+// Config configures a Handler. It is a plain struct literal, filled by the
+// gateway from the parsed configuration (dns.* keys) on every reload.
+type Config struct {
+	// Names are the routed names: every route's SNI patterns plus
+	// dns.names. Nil means none: every query is forwarded. The table must
+	// not be changed after New.
+	Names *sni.NameTable[struct{}]
+	// Answer are the addresses given for routed names, IPv4 ones in A
+	// records and IPv6 ones in AAAA records. Empty: every routed query gets
+	// NODATA.
+	Answer []netip.Addr
+	// TTL of routed answers and of their negative caching. Zero: DefaultTTL.
+	TTL time.Duration
+	// Forward are the resolvers (host:port) for every other name, tried in
+	// order. Empty: other names get REFUSED.
+	Forward []string
+	// ForwardTimeout bounds one exchange with one forwarder (including a
+	// TCP retry). Zero: DefaultForwardTimeout.
+	ForwardTimeout time.Duration
+	// ForwardBudget bounds the time spent on one query across all
+	// forwarders; when it runs out the client gets SERVFAIL. Zero:
+	// DefaultForwardBudget.
+	ForwardBudget time.Duration
+	// Logger receives forwarder state changes and rate-limited warnings
+	// about bad queries. Nil: slog.Default().
+	Logger *slog.Logger
+	// Metrics records queries and forwarder state. Nil: nothing recorded.
+	Metrics *Metrics
+}
+
+// Handler is the responder's dns.Handler: the Policy answers routed names,
+// everything else is forwarded; bad queries get FORMERR, NOTIMP, BADVERS or
+// nothing. It is safe for concurrent use and holds no goroutines, so a
+// reload simply builds a new one and hands it to Server.SetHandler.
+type Handler struct {
+	policy *Policy
+	fwd    exchanger // nil: no forwarders, REFUSED
+	logger *slog.Logger
+	warn   *warnLimiter
+	m      *Metrics
+}
+
+// exchanger forwards a query and returns the upstream's reply, nil when no
+// forwarder answered in time. clientTCP says how the client asked.
+type exchanger interface {
+	exchange(req *dns.Msg, clientTCP bool) *dns.Msg
+}
+
+var _ dns.Handler = (*Handler)(nil)
+
+// New validates cfg and returns its Handler. It opens nothing.
+func New(cfg Config) (*Handler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	h := &Handler{
+		policy: NewPolicy(cfg.Names, cfg.Answer, cfg.TTL),
+		logger: logger,
+		warn:   newWarnLimiter(logger),
+		m:      cfg.Metrics,
+	}
+	if len(cfg.Forward) > 0 {
+		h.fwd = newForwarders(cfg.Forward, cfg.ForwardTimeout, cfg.ForwardBudget, logger, cfg.Metrics)
+	}
+	return h, nil
+}
+
+func (cfg *Config) validate() error {
+	for i, a := range cfg.Answer {
+		if !a.IsValid() {
+			return fmt.Errorf("dns answer[%d]: want an IP address such as 192.0.2.10, got the zero address", i)
+		}
+	}
+	for i, addr := range cfg.Forward {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("dns forward[%d] %q: want host:port such as 10.96.0.10:53: %w", i, addr, err)
+		}
+	}
+	switch {
+	case cfg.TTL < 0:
+		return fmt.Errorf("dns ttl %v: want a duration of zero or more", cfg.TTL)
+	case cfg.ForwardTimeout < 0:
+		return fmt.Errorf("dns forward timeout %v: want a duration of zero or more", cfg.ForwardTimeout)
+	case cfg.ForwardBudget < 0:
+		return fmt.Errorf("dns forward budget %v: want a duration of zero or more", cfg.ForwardBudget)
+	}
+	return nil
+}
+
+// Policy returns the routed-name policy the handler answers with.
+func (h *Handler) Policy() *Policy { return h.policy }
+
+// ServeDNS answers req on w and records it in the metrics.
+func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	start := time.Now()
+	result := h.serve(w, req)
+	h.m.query(qtypeLabel(req), result, time.Since(start))
+}
+
+// serve writes the reply to req, if any, and returns the result label.
+func (h *Handler) serve(w dns.ResponseWriter, req *dns.Msg) string {
+	if result, err := queryProblem(req); err != nil {
+		return h.reject(w, req, result, err)
+	}
+	if reply, ok := h.policy.Answer(req); ok {
+		return h.answer(w, req, reply)
+	}
+	if req.Question[0].Qclass != dns.ClassINET {
+		return h.rcode(w, req, dns.RcodeRefused, ResultRefused)
+	}
+	return h.forward(w, req)
+}
+
+// answer writes the policy's reply for a routed name.
+func (h *Handler) answer(w dns.ResponseWriter, req, reply *dns.Msg) string {
+	reply.RecursionAvailable = h.fwd != nil
+	h.write(w, req, reply)
+	switch {
+	case reply.Rcode != dns.RcodeSuccess:
+		return ResultRefused
+	case len(reply.Answer) == 0:
+		return ResultNoData
+	}
+	return ResultAnswered
+}
+
+// forward relays the forwarders' reply to a name that is not routed.
+func (h *Handler) forward(w dns.ResponseWriter, req *dns.Msg) string {
+	if h.fwd == nil {
+		return h.rcode(w, req, dns.RcodeRefused, ResultRefused)
+	}
+	reply := h.fwd.exchange(req, isTCP(w))
+	if reply == nil {
+		return h.rcode(w, req, dns.RcodeServerFailure, ResultServFail)
+	}
+	reply.Id = req.Id
+	h.write(w, req, reply)
+	return ResultForwarded
+}
+
+// rcode writes an empty reply with rcode.
+func (h *Handler) rcode(w dns.ResponseWriter, req *dns.Msg, rcode int, result string) string {
+	m := new(dns.Msg)
+	m.SetRcode(req, rcode)
+	m.RecursionAvailable = h.fwd != nil
+	h.write(w, req, m)
+	return result
+}
+
+// InvalidMsg records a packet the server could not parse: m shorter than a
+// header is dropped; the server answers any other one FORMERR itself.
+// Server calls it through its MsgInvalidFunc.
+func (h *Handler) InvalidMsg(m []byte, err error) {
+	result := ResultFormErr
+	if len(m) < headerLen {
+		result = ResultDropped
+	}
+	h.m.query(qtypeInvalid, result, -1)
+	h.warn.log(result, "", err)
+}

@@ -1,0 +1,118 @@
+package dnsresponder
+
+import (
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Values of the result label of snigate_dns_queries_total and
+// snigate_dns_query_duration_seconds.
+const (
+	ResultAnswered  = "answered"  // routed name, A/AAAA records in the answer
+	ResultNoData    = "nodata"    // routed name, NOERROR with no answer and an SOA
+	ResultForwarded = "forwarded" // another name, a forwarder's reply relayed
+	ResultRefused   = "refused"   // no forwarders, or a class other than IN
+	ResultServFail  = "servfail"  // no forwarder answered within the budget
+	ResultFormErr   = "formerr"   // malformed query answered FORMERR
+	ResultNotImp    = "notimp"    // opcode other than QUERY
+	ResultBadVers   = "badvers"   // EDNS version other than 0
+	ResultDropped   = "dropped"   // not answered at all (a response, or no header)
+)
+
+// Values of the result label of snigate_dns_upstream_requests_total.
+const (
+	upstreamOK       = "ok"
+	upstreamServFail = "servfail"
+	upstreamTimeout  = "timeout"
+	upstreamError    = "error"
+)
+
+// qtypeInvalid labels a query without exactly one readable question.
+const qtypeInvalid = "invalid"
+
+// qtypeOther labels a query type miekg/dns has no name for; it keeps the
+// label's cardinality bounded whatever clients send.
+const qtypeOther = "other"
+
+// Metrics are the responder's Prometheus series. Build them once per process
+// with NewMetrics and hand the same value to every Handler generation, so
+// they survive reloads. A nil *Metrics is valid and records nothing.
+type Metrics struct {
+	queries          *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	upstreamUp       *prometheus.GaugeVec
+	upstreamRequests *prometheus.CounterVec
+}
+
+// NewMetrics creates the responder's series and registers them with reg
+// (nil: not registered, still usable). It panics if they are already
+// registered, like prometheus.MustRegister.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_dns_queries_total",
+			Help: "DNS queries received, by query type and result.",
+		}, []string{"qtype", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "snigate_dns_query_duration_seconds",
+			Help:    "Time from a parsed DNS query to its reply being written, by result.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"result"}),
+		upstreamUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snigate_dns_upstream_up",
+			Help: "1 while a DNS forwarder answers, 0 after a timeout or network error.",
+		}, []string{"upstream"}),
+		upstreamRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_dns_upstream_requests_total",
+			Help: "Queries sent to DNS forwarders, by forwarder and result (ok, servfail, timeout, error).",
+		}, []string{"upstream", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests)
+	}
+	return m
+}
+
+// query counts one query and, when d >= 0, observes its duration.
+func (m *Metrics) query(qtype, result string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.queries.WithLabelValues(qtype, result).Inc()
+	if d >= 0 {
+		m.duration.WithLabelValues(result).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) upstream(addr, result string) {
+	if m == nil {
+		return
+	}
+	m.upstreamRequests.WithLabelValues(addr, result).Inc()
+}
+
+func (m *Metrics) setUpstreamUp(addr string, up bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.upstreamUp.WithLabelValues(addr).Set(v)
+}
+
+// qtypeLabel names the query type of req for the qtype label: its
+// mnemonic, qtypeOther for a number without one, qtypeInvalid without a
+// single question.
+func qtypeLabel(req *dns.Msg) string {
+	if req == nil || len(req.Question) != 1 {
+		return qtypeInvalid
+	}
+	if s, ok := dns.TypeToString[req.Question[0].Qtype]; ok {
+		return s
+	}
+	return qtypeOther
+}
