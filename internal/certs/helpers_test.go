@@ -225,6 +225,9 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
+// quietLogger keeps tests that do not look at logs quiet.
+var quietLogger = slog.New(slog.DiscardHandler)
+
 func newTestLogger() (*slog.Logger, *logBuffer) {
 	b := &logBuffer{}
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b

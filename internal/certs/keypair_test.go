@@ -54,7 +54,7 @@ func TestKeyPairReload(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			metrics := NewMetrics(reg)
 			rec := newReloadRecorder()
-			kp, err := NewKeyPair(KeyPairConfig{CertFile: p.cert, KeyFile: p.key, Route: "r", Role: RoleServe,
+			kp, err := NewKeyPair(KeyPairConfig{CertFile: p.cert, KeyFile: p.key, Route: "r", Role: RoleServe, Logger: quietLogger,
 				Metrics: metrics, PollInterval: testPollInterval, OnReloadFunc: rec.hook})
 			if err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,11 @@ type MinterConfig struct {
 	CACertFile string // PEM CA certificate (serve.ca_cert); required
 	CAKeyFile  string // its PEM private key (serve.ca_key); required
 	Route      string // label for metrics and logs
+	// Names, if set, are the only names minted for: exact names or one-label
+	// wildcards ("*.registry.example.com"), normally the route's sni list,
+	// so that a default_route cannot make the CA sign for arbitrary names.
+	// Empty: any name the CA's constraints permit.
+	Names []string
 
 	Logger  *slog.Logger // nil: slog.Default()
 	Metrics *Metrics     // nil: no metrics
@@ -64,6 +70,8 @@ type Minter struct {
 	inflight map[string]*mintCall // by canonical name
 	stopped  bool                 // Run has ended: no more background mints
 	wg       sync.WaitGroup       // background renewals
+
+	joinHook func(name string) // tests: a handshake waits for another's mint
 }
 
 // leaf is a cached minted certificate.
@@ -154,6 +162,8 @@ func (m *Minter) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 	}
 	if leader {
 		m.mint(name, iss, call, false)
+	} else if m.joinHook != nil {
+		m.joinHook(name)
 	}
 	return m.await(helloContext(hello), name, call)
 }
@@ -162,7 +172,23 @@ func (m *Minter) check(name string, iss *issuer) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("certs: cannot mint a certificate for server name: %w", err)
 	}
+	if len(m.cfg.Names) > 0 && !matchesAny(name, m.cfg.Names) {
+		return fmt.Errorf("certs: route %q mints only for [%s]; not for %s",
+			m.cfg.Route, strings.Join(m.cfg.Names, " "), name)
+	}
 	return iss.permits(name)
+}
+
+// matchesAny reports whether name equals a pattern or matches a one-label
+// wildcard "*.base".
+func matchesAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		p = canonicalName(p)
+		if base, ok := strings.CutPrefix(p, "*."); ok && oneLabelBelow(name, base) || name == p {
+			return true
+		}
+	}
+	return false
 }
 
 func helloContext(hello *tls.ClientHelloInfo) context.Context {
