@@ -27,7 +27,7 @@
 //			release()
 //			continue // nothing forwarded yet: try the next one
 //		}
-//		return conn, release // the caller releases when the connection ends
+//		return conn, release, nil // the caller releases when the connection ends
 //	}
 //	return nil, nil, sni.ErrNoHealthyUpstream
 //
