@@ -260,7 +260,7 @@ routes:
 		"snigate.yaml:4: routes[0].serve: required in bridge mode: cert and key (the certificate clients see), or ca_cert and ca_key (a CA that mints one per SNI name)",
 		"snigate.yaml:4: routes[0].upstream_tls: required in bridge mode: cert and key (the client certificate presented upstream), optionally ca and server_name; write upstream_tls: {} to present none",
 	}},
-	{name: "http-only health keys with other checks", yaml: minimalSplice + `    health:
+	{name: "http keys validated with other checks", yaml: minimalSplice + `    health:
       path: /v2/
   - name: b
     sni: [b.example.com]
@@ -268,10 +268,9 @@ routes:
     upstreams: ["10.0.0.1:443"]
     serve: {cert: serve.crt, key: serve.key}
     upstream_tls: {}
-    health: {expect_status: [200]}
+    health: {expect_status: [600]}
 `, want: []string{
-		"snigate.yaml:9: routes[0].health.path: only used by check: http (this route's check is tcp); remove it or set check: http",
-		"snigate.yaml:16: routes[1].health.expect_status: only used by check: http (this route's check is tls); remove it or set check: http",
+		"snigate.yaml:16: routes[1].health.expect_status[0]: want an integer from 100 to 599, got 600",
 	}},
 
 	// health:
@@ -404,7 +403,6 @@ extra: true
 		"snigate.yaml:6: max_connections: want an integer of at least 1, got -5",
 		`snigate.yaml:11: routes[0].upstreams[0]: want host:port such as "10.1.0.10:443", got "10.1.0.10" (missing port in address)`,
 		"snigate.yaml:12: routes[0].proxy_protocol: only allowed in splice mode (this route is mode: bridge); remove it or use mode: splice",
-		"snigate.yaml:13: routes[0].health.path: only used by check: http (this route's check is tls); remove it or set check: http",
 		`snigate.yaml:13: routes[0].health.interval: want a duration such as "3s", got "3"`,
 		"snigate.yaml:14: routes[0].serve.cert: certificate does not match its key other.key (routes[0].serve.key)",
 		"snigate.yaml:15: routes[0].upstream_tls.cert: cannot read missing.crt: no such file or directory",

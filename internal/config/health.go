@@ -33,16 +33,10 @@ func (p *parser) health(route fields, mode string) Health {
 	return h
 }
 
-// httpCheck returns path and expect_status, which only an http check may set.
-func (p *parser) httpCheck(f fields, check string) (string, []int) {
-	if check != CheckHTTP && check != "" {
-		for _, name := range []string{"path", "expect_status"} {
-			if _, present := f.keys[name]; present {
-				p.errorf(f.keyLine(name), f.key(name), "only used by check: http (this route's check is %s); remove it or set check: http", check)
-			}
-		}
-		return "", nil
-	}
+// httpCheck returns path and expect_status. They are validated whatever
+// the check: the http check uses them, and so does `snigate check --probe`
+// (interface.md's own example sets them next to check: tls).
+func (p *parser) httpCheck(f fields, _ string) (string, []int) {
 	return p.healthPath(f), p.expectStatus(f)
 }
 

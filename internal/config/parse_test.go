@@ -43,9 +43,9 @@ func TestParseErrors(t *testing.T) {
 }
 
 // fullExample is the example of the interface document with real files
-// (relative to the configuration file) and an http check, since path and
-// expect_status belong to that check only; plus a splice route that
-// relies on every default.
+// (relative to the configuration file), keeping its check: tls next to
+// path and expect_status (accepted: --probe uses them); plus a splice route
+// that relies on every default.
 const fullExample = `listen:
   tls: [":443", "[::]:8443"]
   connect: ":3128"
@@ -78,7 +78,7 @@ routes:
     balance: leastconn
     proxy_protocol: ""
     health:
-      check: http
+      check: tls
       path: /v2/
       expect_status: [200, 401]
       interval: 3s
@@ -135,7 +135,7 @@ func TestParseFullExample(t *testing.T) {
 			Mode:      ModeBridge,
 			Upstreams: []string{"10.1.0.10:443", "registry-2.internal:443"},
 			Balance:   BalanceLeastConn,
-			Health: Health{Check: CheckHTTP, Path: "/v2/", ExpectStatus: []int{200, 401},
+			Health: Health{Check: CheckTLS, Path: "/v2/", ExpectStatus: []int{200, 401},
 				Interval: 3 * time.Second, Timeout: 2 * time.Second, Fall: 3, Rise: 2},
 			Serve:       Serve{Cert: in("serve.crt"), Key: in("serve.key")},
 			UpstreamTLS: UpstreamTLS{Cert: in("client.crt"), Key: in("client.key"), CA: in("ca.crt")},
@@ -143,13 +143,13 @@ func TestParseFullExample(t *testing.T) {
 			Name: "git", Line: 48,
 			SNI: []string{"git.example.com"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
 			Balance: BalanceRoundRobin, ProxyProtocol: ProxyProtocolV2,
-			Health: Health{Check: CheckTCP, Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
+			Health: Health{Check: CheckTCP, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
 		}, {
 			Name: "minted", Line: 53,
 			SNI: []string{"minted.example.com"}, Mode: ModeBridge, Upstreams: []string{"10.3.0.1:443"},
 			Balance: BalanceRoundRobin,
-			Health: Health{Check: CheckTLS, Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
+			Health: Health{Check: CheckTLS, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
 			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key")},
 			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com"},
@@ -199,6 +199,9 @@ func TestParseDefaults(t *testing.T) {
 				t.Errorf("Balance %q, ProxyProtocol %q, Line %d: want %q, \"\", 4", r.Balance, r.ProxyProtocol, r.Line, DefaultBalance)
 			}
 			want := tc.want
+			if want.Path == "" {
+				want.Path, want.ExpectStatus = DefaultHealthPath, DefaultExpectStatus()
+			}
 			want.Interval, want.Timeout, want.Fall, want.Rise = DefaultHealthInterval, DefaultHealthTimeout, DefaultHealthFall, DefaultHealthRise
 			if !reflect.DeepEqual(r.Health, want) {
 				t.Errorf("Health = %+v, want %+v", r.Health, want)
