@@ -1,0 +1,146 @@
+package sni
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the sni package's Prometheus series. Build them once per
+// process with NewMetrics and share them across servers and reloads. A nil
+// *Metrics is valid and records nothing.
+type Metrics struct {
+	connections    *prometheus.CounterVec   // listener, route, result
+	active         *prometheus.GaugeVec     // route
+	bytes          *prometheus.CounterVec   // route, direction
+	connectSeconds *prometheus.HistogramVec // route
+	helloSeconds   prometheus.Histogram
+	durationSecs   *prometheus.HistogramVec // route
+	dialFailures   *prometheus.CounterVec   // route, upstream
+}
+
+// Label values of snigate_bytes_total's direction.
+const (
+	DirectionUpstream   = "upstream"   // client -> upstream
+	DirectionDownstream = "downstream" // upstream -> client
+)
+
+// NewMetrics creates the series and registers them with reg (nil: not
+// registered, still usable).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		connections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_connections_total",
+			Help: "Connections accepted on TLS listeners, by how they ended (result).",
+		}, []string{"listener", "route", "result"}),
+		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snigate_active_connections",
+			Help: "Connections routed and not yet finished.",
+		}, []string{"route"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_bytes_total",
+			Help: "Bytes forwarded; direction upstream is client to upstream, downstream is upstream to client.",
+		}, []string{"route", "direction"}),
+		connectSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "snigate_upstream_connect_seconds",
+			Help:    "Time to connect to an upstream, including retries and, in bridge mode, the upstream TLS handshake.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+		helloSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "snigate_client_hello_seconds",
+			Help:    "Time from accept until the whole ClientHello was read.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		durationSecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "snigate_connection_duration_seconds",
+			Help:    "Lifetime of routed connections.",
+			Buckets: []float64{.01, .1, .5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400},
+		}, []string{"route"}),
+		dialFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_upstream_dial_failures_total",
+			Help: "Failed upstream dials (TCP, or TCP plus TLS handshake in bridge mode), each retried on the next candidate.",
+		}, []string{"route", "upstream"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures)
+	}
+	return m
+}
+
+// DeleteRoute removes every series labelled with route; call it for routes
+// that a reload removed.
+func (m *Metrics) DeleteRoute(route string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"route": route}
+	m.connections.DeletePartialMatch(l)
+	m.active.DeletePartialMatch(l)
+	m.bytes.DeletePartialMatch(l)
+	m.connectSeconds.DeletePartialMatch(l)
+	m.durationSecs.DeletePartialMatch(l)
+	m.dialFailures.DeletePartialMatch(l)
+}
+
+func (m *Metrics) connection(listener, route, result string) {
+	if m != nil {
+		m.connections.WithLabelValues(listener, route, result).Inc()
+	}
+}
+
+func (m *Metrics) clientHello(d time.Duration) {
+	if m != nil {
+		m.helloSeconds.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) dialFailure(route, upstream string) {
+	if m != nil {
+		m.dialFailures.WithLabelValues(route, upstream).Inc()
+	}
+}
+
+// routeMetrics are one route's series, resolved once so that the per-chunk
+// byte counting of a tunnel costs one atomic add.
+type routeMetrics struct {
+	owner    *Metrics
+	up, down prometheus.Counter
+	active   prometheus.Gauge
+	connect  prometheus.Observer
+	duration prometheus.Observer
+}
+
+// routeMetricsCache holds a route's resolved series for one *Metrics.
+type routeMetricsCache struct{ p atomic.Pointer[routeMetrics] }
+
+// forRoute returns r's series; nil when m is nil.
+func (m *Metrics) forRoute(r *Route) *routeMetrics {
+	if m == nil {
+		return nil
+	}
+	if rm := r.metrics.p.Load(); rm != nil && rm.owner == m {
+		return rm
+	}
+	rm := &routeMetrics{
+		owner:    m,
+		up:       m.bytes.WithLabelValues(r.Name, DirectionUpstream),
+		down:     m.bytes.WithLabelValues(r.Name, DirectionDownstream),
+		active:   m.active.WithLabelValues(r.Name),
+		connect:  m.connectSeconds.WithLabelValues(r.Name),
+		duration: m.durationSecs.WithLabelValues(r.Name),
+	}
+	r.metrics.p.Store(rm)
+	return rm
+}
+
+func (rm *routeMetrics) addBytes(dir string, n int64) {
+	if rm == nil || n <= 0 {
+		return
+	}
+	if dir == DirectionUpstream {
+		rm.up.Add(float64(n))
+	} else {
+		rm.down.Add(float64(n))
+	}
+}

@@ -1,0 +1,219 @@
+package sni
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/snigate/snigate/upstream"
+)
+
+// Mode is how a route forwards a connection.
+type Mode string
+
+// Route modes (interface.md routes[].mode).
+const (
+	// ModeSplice forwards the raw TCP stream; TLS stays end to end.
+	ModeSplice Mode = "splice"
+	// ModeBridge terminates the client's TLS and opens a new TLS session
+	// to the upstream that presents the edge's client certificate.
+	ModeBridge Mode = "bridge"
+)
+
+// Upstreams is what a route needs from its upstream pool: the healthy
+// hosts in the order to try them. *upstream.Pool implements it.
+type Upstreams interface {
+	Candidates() []*upstream.Host
+}
+
+// certSource serves the certificate a bridge route presents to clients
+// (certinel's shape: internal/certs' KeyPair and Minter, or a test fake).
+type certSource interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+}
+
+// BridgeFunc copies between the client's and the upstream's TLS
+// connections once both handshakes are done, and returns the bytes moved
+// each way. It must return when ctx is done or either connection fails;
+// the server closes both connections after it returns. It is the seam for
+// an HTTP-aware bridge.
+type BridgeFunc func(ctx context.Context, client, upstream *tls.Conn) (up, down int64, err error)
+
+// Route is one entry of the routing table. Fill the exported fields, pass
+// the route to NewTable, and do not change it afterwards: the table
+// prepares per-route state (the upstream TLS session cache, the serving
+// TLS configuration) on it.
+type Route struct {
+	Name string   // unique; the "route" label of logs and metrics
+	SNI  []string // exact names or one-label wildcards ("*.example.com")
+	Mode Mode     // ModeSplice or ModeBridge
+	Pool Upstreams
+
+	// ProxyProtocol, splice only: "" (none), "v1" or "v2": a PROXY header
+	// carrying the original client address is sent to the upstream first.
+	ProxyProtocol string
+
+	// Serve, bridge only: the certificate presented to clients.
+	Serve certSource
+	// UpstreamTLS, bridge only: the template of the client configuration
+	// for the upstream leg (RootCAs, GetClientCertificate, ServerName; ""
+	// means the SNI the client sent). nil means system roots, no client
+	// certificate. It is cloned; ClientSessionCache, NextProtos and
+	// MinVersion are set by snigate (one session cache per route).
+	UpstreamTLS *tls.Config
+	// BridgeFunc, bridge only: nil copies bytes both ways.
+	BridgeFunc BridgeFunc
+
+	once     sync.Once
+	sessions tls.ClientSessionCache // upstream leg, per route
+	serveTLS *tls.Config            // client leg, shared so that ticket keys persist
+	metrics  routeMetricsCache
+}
+
+// sessionCacheSize is the number of upstream TLS sessions kept per route
+// (per upstream address and server name).
+const sessionCacheSize = 256
+
+// prepare builds the per-route state once.
+func (r *Route) prepare() {
+	r.once.Do(func() {
+		if r.Mode != ModeBridge {
+			return
+		}
+		r.sessions = tls.NewLRUClientSessionCache(sessionCacheSize)
+		r.serveTLS = &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			GetConfigForClient: bridgeConfigForClient,
+		}
+	})
+}
+
+// Table maps server names to routes. Build it with NewTable; it is
+// immutable and safe for concurrent use.
+type Table struct {
+	names  NameTable[*Route]
+	def    *Route
+	routes []*Route
+}
+
+// NewTable validates routes and builds the table. defaultRoute names the
+// route for a ClientHello whose SNI matches nothing or is absent; ""
+// rejects such connections with an unrecognized_name alert. All problems
+// found are returned together.
+func NewTable(routes []*Route, defaultRoute string) (*Table, error) {
+	t := &Table{routes: routes}
+	var errs []error
+	byName := make(map[string]*Route, len(routes))
+	for i, r := range routes {
+		if err := validateRoute(r); err != nil {
+			errs = append(errs, fmt.Errorf("routes[%d] %q: %w", i, routeName(r), err))
+			continue
+		}
+		if byName[r.Name] != nil {
+			errs = append(errs, fmt.Errorf("routes[%d] %q: route name used twice", i, r.Name))
+		}
+		byName[r.Name] = r
+		errs = append(errs, t.addNames(i, r)...)
+	}
+	if defaultRoute != "" {
+		if t.def = byName[defaultRoute]; t.def == nil {
+			errs = append(errs, fmt.Errorf("default route %q: no route has that name", defaultRoute))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, r := range routes {
+		r.prepare()
+	}
+	return t, nil
+}
+
+func routeName(r *Route) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
+func (t *Table) addNames(i int, r *Route) []error {
+	var errs []error
+	for _, name := range r.SNI {
+		if err := ValidatePattern(name); err != nil {
+			errs = append(errs, fmt.Errorf("routes[%d] %q: sni: %w", i, r.Name, err))
+			continue
+		}
+		if prev, _ := t.names.Lookup(name); !t.names.Add(name, r) {
+			errs = append(errs, fmt.Errorf("routes[%d] %q: sni %q is already routed to %q", i, r.Name, name, prev.Name))
+		}
+	}
+	return errs
+}
+
+// validateRoute checks one route's fields on their own.
+func validateRoute(r *Route) error {
+	switch {
+	case r == nil:
+		return errors.New("nil route")
+	case r.Name == "":
+		return errors.New("name: want a non-empty route name")
+	case r.Pool == nil:
+		return errors.New("pool: want the route's upstream pool")
+	}
+	switch r.Mode {
+	case ModeSplice:
+		return validateSplice(r)
+	case ModeBridge:
+		return validateBridge(r)
+	}
+	return fmt.Errorf("mode %q: want %q or %q", r.Mode, ModeSplice, ModeBridge)
+}
+
+func validateSplice(r *Route) error {
+	switch r.ProxyProtocol {
+	case ProxyProtocolNone, ProxyProtocolV1, ProxyProtocolV2:
+	default:
+		return fmt.Errorf("proxy_protocol %q: want \"\", \"v1\" or \"v2\"", r.ProxyProtocol)
+	}
+	if r.Serve != nil || r.UpstreamTLS != nil || r.BridgeFunc != nil {
+		return errors.New("serve, upstream_tls and BridgeFunc apply to bridge routes only")
+	}
+	return nil
+}
+
+func validateBridge(r *Route) error {
+	if r.Serve == nil {
+		return errors.New("serve: a bridge route needs the certificate it presents to clients")
+	}
+	if r.ProxyProtocol != "" {
+		return errors.New("proxy_protocol applies to splice routes only")
+	}
+	return nil
+}
+
+// Lookup returns the route for serverName: an exact name, else a wildcard,
+// else the default route. ok is false when none applies.
+func (t *Table) Lookup(serverName string) (r *Route, ok bool) {
+	if serverName != "" {
+		if r, ok := t.names.Lookup(serverName); ok {
+			return r, true
+		}
+	}
+	return t.def, t.def != nil
+}
+
+// Routes returns the table's routes in configuration order. The slice
+// must not be modified.
+func (t *Table) Routes() []*Route { return t.routes }
+
+// Route returns the route called name, or nil.
+func (t *Table) Route(name string) *Route {
+	for _, r := range t.routes {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+package sni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for zero Config fields; they are interface.md's defaults of
+// timeouts.client_hello, timeouts.connect, timeouts.idle and
+// max_connections.
+const (
+	DefaultClientHelloTimeout = 5 * time.Second
+	DefaultConnectTimeout     = 5 * time.Second
+	DefaultIdleTimeout        = time.Hour
+	DefaultMaxConnections     = 10000
+	// DefaultWarnInterval is how often one kind of client fault is logged
+	// at Warn; metrics count every occurrence.
+	DefaultWarnInterval = 10 * time.Second
+)
+
+// Config configures a Server. Each zero value means the documented
+// default.
+type Config struct {
+	// ClientHelloTimeout bounds the time from accept until the whole
+	// ClientHello (and a PROXY header, if one is required) is read.
+	// 0: DefaultClientHelloTimeout.
+	ClientHelloTimeout time.Duration
+	// ConnectTimeout bounds connecting to an upstream, all retries
+	// included, plus the upstream TLS handshake in bridge mode.
+	// 0: DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// IdleTimeout closes a tunnel that moved no byte either way for this
+	// long. 0: DefaultIdleTimeout; negative: never.
+	IdleTimeout time.Duration
+	// MaxConnections bounds the connections open at once; one more is
+	// closed at once and counted with result "limit".
+	// 0: DefaultMaxConnections; negative: no limit.
+	MaxConnections int
+	// Allow lists the client networks admitted; empty admits all.
+	Allow []netip.Prefix
+	// ProxyProtocolFrom lists the networks of front load balancers whose
+	// connections must start with a PROXY v1/v2 header; the header's
+	// source address is then the client address. Empty: none.
+	ProxyProtocolFrom []netip.Prefix
+	// DialContext opens upstream TCP connections. nil: a net.Dialer.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// WarnInterval rate-limits Warn lines per kind of client fault.
+	// 0: DefaultWarnInterval.
+	WarnInterval time.Duration
+	Logger       *slog.Logger // nil: slog.Default()
+	Metrics      *Metrics     // nil: no metrics
+}
+
+// Server accepts TLS connections, routes each on its ClientHello's server
+// name and splices or bridges it to an upstream. Create it with New, call
+// Serve once per listener, and stop it with Shutdown or Close.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *Metrics
+	routes atomic.Pointer[Table]
+	warn   warnLimiter
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	sessions  map[*session]struct{}
+	wg        sync.WaitGroup // one per session goroutine
+	closing   atomic.Bool
+	quit      chan struct{} // closed when shutting down starts
+	quitOnce  sync.Once
+	ctx       context.Context // canceled when connections are closed by force
+	cancel    context.CancelFunc
+}
+
+// New checks cfg, fills in defaults and returns a server that routes with
+// routes. It opens and starts nothing.
+func New(cfg Config, routes *Table) (*Server, error) {
+	if routes == nil {
+		return nil, errors.New("sni: New: nil route table")
+	}
+	if err := withDefaults(&cfg); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		m:         cfg.Metrics,
+		dial:      cfg.DialContext,
+		listeners: make(map[net.Listener]struct{}),
+		sessions:  make(map[*session]struct{}),
+		quit:      make(chan struct{}),
+	}
+	s.warn.every = cfg.WarnInterval
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.routes.Store(routes)
+	return s, nil
+}
+
+func withDefaults(cfg *Config) error {
+	if cfg.ClientHelloTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.WarnInterval < 0 {
+		return fmt.Errorf("sni: client hello timeout %v, connect timeout %v, warn interval %v: want positive durations (0 for the default)",
+			cfg.ClientHelloTimeout, cfg.ConnectTimeout, cfg.WarnInterval)
+	}
+	set := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	set(&cfg.ClientHelloTimeout, DefaultClientHelloTimeout)
+	set(&cfg.ConnectTimeout, DefaultConnectTimeout)
+	set(&cfg.IdleTimeout, DefaultIdleTimeout)
+	set(&cfg.WarnInterval, DefaultWarnInterval)
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DialContext == nil {
+		cfg.DialContext = new(net.Dialer).DialContext
+	}
+	return nil
+}
+
+// SetRoutes swaps the routing table atomically. Connections already routed
+// keep their route; new connections use t.
+func (s *Server) SetRoutes(t *Table) {
+	if t != nil {
+		s.routes.Store(t)
+	}
+}
+
+// Routes returns the table in use.
+func (s *Server) Routes() *Table { return s.routes.Load() }
+
+// Serve accepts connections on ln until Shutdown or Close, then returns
+// ErrServerClosed; any other error is ln's. The listener label of logs and
+// metrics is ln.Addr().String(). Serve closes ln when it returns.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.trackListener(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.untrackListener(ln)
+	label := ln.Addr().String()
+	s.log.Info("listening", "listener", label)
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			if !isTemporary(err) {
+				return fmt.Errorf("accept on %s: %w", label, err)
+			}
+			backoff = nextBackoff(backoff)
+			s.log.Warn("accept failed; retrying", "listener", label, "err", err, "backoff", backoff)
+			if !s.pause(backoff) {
+				return ErrServerClosed
+			}
+			continue
+		}
+		backoff = 0
+		s.accept(c, label)
+	}
+}
+
+// isTemporary reports accept errors worth retrying (EMFILE, ENFILE,
+// ECONNABORTED...), as net/http does.
+func isTemporary(err error) bool {
+	var ne interface{ Temporary() bool }
+	return errors.As(err, &ne) && ne.Temporary()
+}
+
+func nextBackoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return 5 * time.Millisecond
+	}
+	return min(2*d, time.Second)
+}
+
+// pause waits d unless the server starts shutting down first.
+func (s *Server) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.listeners, ln)
+	s.mu.Unlock()
+	ln.Close()
+}
+
+// accept tracks c and starts its goroutine, or refuses it at once when the
+// server is full or closing.
+func (s *Server) accept(c net.Conn, label string) {
+	ss := newSession(c, label)
+	if result := s.track(ss); result != "" {
+		c.Close()
+		ss.end(result, nil)
+		s.finish(ss)
+		if result == resultLimit {
+			s.warnf(resultLimit, "connection refused: max_connections reached; raise max_connections (and the fd limit) or add gateways",
+				"listener", label, "client", ss.clientString(), "max_connections", s.cfg.MaxConnections)
+		}
+		return
+	}
+	s.wg.Go(func() { s.serveConn(ss) })
+}
+
+// track adds ss to the connection set; it returns the result that refuses
+// it instead, if any.
+func (s *Server) track(ss *session) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return resultShutdown
+	}
+	if s.cfg.MaxConnections > 0 && len(s.sessions) >= s.cfg.MaxConnections {
+		return resultLimit
+	}
+	s.sessions[ss] = struct{}{}
+	return ""
+}
+
+func (s *Server) untrack(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, ends connections still reading their
+// ClientHello, and waits for tunnels to finish until ctx is done; then it
+// closes the remaining ones (result "shutdown") and returns ctx.Err().
+// It returns when every connection goroutine has returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginClose()
+	done := make(chan struct{})
+	go s.waitSessions(done)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.closeSessions()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (s *Server) waitSessions(done chan<- struct{}) {
+	s.wg.Wait()
+	close(done)
+}
+
+// Close closes the listeners and every connection at once, and returns
+// when every connection goroutine has returned.
+func (s *Server) Close() error {
+	s.beginClose()
+	s.closeSessions()
+	s.wg.Wait()
+	return nil
+}
+
+// beginClose stops accepting and unblocks connections that have not
+// reached their tunnel yet.
+func (s *Server) beginClose() {
+	s.quitOnce.Do(func() { close(s.quit) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing.Store(true)
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	past := time.Unix(1, 0)
+	for ss := range s.sessions {
+		if !ss.inTunnel.Load() {
+			ss.conn.SetDeadline(past)
+		}
+	}
+}
+
+// closeSessions closes every tracked connection with result "shutdown".
+func (s *Server) closeSessions() {
+	s.cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ss := range s.sessions {
+		ss.abort(resultShutdown)
+	}
+}

@@ -1,0 +1,360 @@
+package sni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/inetaf/tcpproxy"
+)
+
+// Results: how a connection ended, the "result" of logs and metrics.
+const (
+	resultOK            = "ok"
+	resultNotTLS        = "not_tls"
+	resultPlainHTTP     = "plain_http"
+	resultTimeout       = "timeout"
+	resultTooLarge      = "too_large"
+	resultBadHello      = "bad_hello"
+	resultUnknownSNI    = "unknown_sni"
+	resultNoUpstream    = "no_upstream"
+	resultUpstreamError = "upstream_error"
+	resultDenied        = "denied"
+	resultLimit         = "limit"
+	resultProxyHeader   = "proxy_header_error"
+	resultIdle          = "idle_timeout"
+	resultClientError   = "client_error"
+	resultShutdown      = "shutdown"
+)
+
+// session is one accepted connection, from accept to its log line.
+type session struct {
+	conn     net.Conn
+	listener string
+	start    time.Time
+	client   net.Addr // the PROXY header's source, else conn.RemoteAddr()
+	dest     net.Addr // the PROXY header's destination, else conn.LocalAddr()
+	hello    ClientHello
+	helloBuf *[]byte // pooled buffer behind raw, until released
+	raw      []byte  // every byte read from the client so far
+	route    *Route
+	rm       *routeMetrics
+	upstream string
+	up, down atomic.Int64
+	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
+
+	mu     sync.Mutex
+	peer   net.Conn // upstream connection, closed by abort
+	forced string   // result imposed by abort
+	result string
+	err    error
+}
+
+func newSession(c net.Conn, listener string) *session {
+	return &session{conn: c, listener: listener, start: time.Now(), client: c.RemoteAddr(), dest: c.LocalAddr()}
+}
+
+// end records how the connection ended; the first call wins.
+func (ss *session) end(result string, err error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.result == "" {
+		ss.result, ss.err = result, err
+	}
+}
+
+// abort closes both connections and imposes result (Shutdown, Close).
+func (ss *session) abort(result string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.forced == "" {
+		ss.forced = result
+	}
+	ss.conn.Close()
+	if ss.peer != nil {
+		ss.peer.Close()
+	}
+}
+
+// setPeer registers the upstream connection so that abort closes it; false
+// means the session was aborted already and c must be closed.
+func (ss *session) setPeer(c net.Conn) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.peer = c
+	return ss.forced == ""
+}
+
+func (ss *session) outcome() (string, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.forced != "" {
+		return ss.forced, ss.err
+	}
+	if ss.result == "" {
+		return resultOK, ss.err
+	}
+	return ss.result, ss.err
+}
+
+// releaseHello returns the ClientHello buffer to its pool; call it once the
+// bytes have been replayed and nothing refers to them.
+func (ss *session) releaseHello() {
+	if ss.helloBuf != nil {
+		putHelloBuf(ss.helloBuf, ss.raw)
+		ss.helloBuf, ss.raw = nil, nil
+	}
+}
+
+func (ss *session) clientString() string {
+	if ss.client == nil {
+		return ""
+	}
+	return ss.client.String()
+}
+
+func (ss *session) routeName() string {
+	if ss.route == nil {
+		return ""
+	}
+	return ss.route.Name
+}
+
+// addrOf returns a's IP address, 4in6 unmapped.
+func addrOf(a net.Addr) (netip.Addr, bool) {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ip, ok := netip.AddrFromSlice(ta.IP)
+		return ip.Unmap(), ok
+	}
+	if a == nil {
+		return netip.Addr{}, false
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	return ap.Addr().Unmap(), err == nil
+}
+
+func inPrefixes(ps []netip.Prefix, a net.Addr) bool {
+	ip, ok := addrOf(a)
+	if !ok {
+		return false
+	}
+	for _, p := range ps {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// serveConn runs one connection from its first byte to its log line.
+func (s *Server) serveConn(ss *session) {
+	defer s.finish(ss)
+	ss.end(s.handle(ss))
+}
+
+func (s *Server) handle(ss *session) (string, error) {
+	if res, err := s.admit(ss); res != "" {
+		return res, err
+	}
+	if res, err := s.readHello(ss); res != "" {
+		return res, err
+	}
+	return s.forward(ss)
+}
+
+// admit arms the ClientHello deadline, reads a required PROXY header and
+// applies listen.allow to the client address.
+func (s *Server) admit(ss *session) (string, error) {
+	ss.conn.SetDeadline(ss.start.Add(s.cfg.ClientHelloTimeout))
+	if s.closing.Load() {
+		return resultShutdown, errors.New("server shutting down")
+	}
+	if len(s.cfg.ProxyProtocolFrom) > 0 && inPrefixes(s.cfg.ProxyProtocolFrom, ss.client) {
+		if res, err := s.readProxy(ss); res != "" {
+			return res, err
+		}
+	}
+	if len(s.cfg.Allow) > 0 && !inPrefixes(s.cfg.Allow, ss.client) {
+		s.warnf(resultDenied, "connection refused: client address not in listen.allow; add its network to listen.allow if it should pass",
+			"listener", ss.listener, "client", ss.clientString())
+		return resultDenied, fmt.Errorf("client %s not in listen.allow", ss.clientString())
+	}
+	return "", nil
+}
+
+// readProxy reads the PROXY header of a connection from a trusted load
+// balancer; its source becomes the client address.
+func (s *Server) readProxy(ss *session) (string, error) {
+	h, rest, err := readProxyHeader(ss.conn)
+	if err != nil {
+		res := resultProxyHeader
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			res = s.timeoutResult()
+		}
+		s.warnf(res, "bad or missing PROXY header from a listen.proxy_protocol_from source; check the load balancer's proxy protocol setting",
+			"listener", ss.listener, "client", ss.clientString(), "err", err)
+		return res, err
+	}
+	if src, dst := proxySource(h); src != nil {
+		ss.client, ss.dest = src, dst
+	}
+	ss.helloBuf = getHelloBuf()
+	ss.raw = append((*ss.helloBuf)[:0], rest...)
+	return "", nil
+}
+
+func (s *Server) timeoutResult() string {
+	if s.closing.Load() {
+		return resultShutdown
+	}
+	return resultTimeout
+}
+
+// readHello reads the ClientHello into the session's pooled buffer.
+func (s *Server) readHello(ss *session) (string, error) {
+	if ss.helloBuf == nil {
+		ss.helloBuf = getHelloBuf()
+		ss.raw = (*ss.helloBuf)[:0]
+	}
+	raw, err := readClientHello(ss.conn, ss.raw, &ss.hello)
+	ss.raw = raw
+	if err != nil {
+		return s.helloFailed(ss, err)
+	}
+	s.m.clientHello(time.Since(ss.start))
+	return "", nil
+}
+
+// helloFailed classifies a failed ClientHello read, answers plain HTTP
+// with a 400, and logs a rate-limited Warn that says what to change.
+func (s *Server) helloFailed(ss *session, err error) (string, error) {
+	res := s.helloResult(err)
+	msg := helloAdvice[res]
+	var pe *PlainHTTPError
+	if errors.As(err, &pe) {
+		s.answerPlainHTTP(ss, pe)
+		if pe.Method == "CONNECT" {
+			msg = connectAdvice
+		}
+	}
+	if res != resultShutdown {
+		s.warnf(res, msg, "listener", ss.listener, "client", ss.clientString(), "err", err)
+	}
+	return res, err
+}
+
+// helloAdvice is the Warn message for each ClientHello failure.
+var helloAdvice = map[string]string{
+	resultPlainHTTP:   "plain HTTP on a TLS listener: the client must use https://NAME:PORT (or the CONNECT listener, listen.connect, if it needs a proxy)",
+	resultNotTLS:      "connection is not TLS: only TLS clients can use this listener",
+	resultProxyHeader: "PROXY header from a source not in listen.proxy_protocol_from: add the load balancer's network there, or stop it sending PROXY headers",
+	resultTooLarge:    "ClientHello larger than TLS allows: rejected",
+	resultTimeout:     "no complete ClientHello within timeouts.client_hello: a stalled client, or one waiting for the server to speak first",
+	resultBadHello:    "malformed or truncated ClientHello: rejected",
+	resultClientError: "client connection failed while reading its ClientHello",
+}
+
+const connectAdvice = "HTTP CONNECT on a TLS listener: HTTPS_PROXY probably points at snigate's TLS port; unset it for routed names " +
+	"(DNS already sends them here) or point it at the CONNECT listener (listen.connect)"
+
+func (s *Server) helloResult(err error) string {
+	var pe *PlainHTTPError
+	switch {
+	case errors.As(err, &pe):
+		return resultPlainHTTP
+	case errors.Is(err, errUnexpectedProxyHeader):
+		return resultProxyHeader
+	case errors.Is(err, ErrNotTLS):
+		return resultNotTLS
+	case errors.Is(err, ErrClientHelloTooLarge):
+		return resultTooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return s.timeoutResult()
+	case errors.Is(err, errBadHello), errors.Is(err, io.ErrUnexpectedEOF):
+		return resultBadHello
+	}
+	return resultClientError
+}
+
+// answerPlainHTTP sends the 400 that names the fix, then drains what the
+// client sends until it closes or the ClientHello deadline passes, so that
+// the response is not lost to a reset.
+func (s *Server) answerPlainHTTP(ss *session, pe *PlainHTTPError) {
+	_, port, _ := net.SplitHostPort(ss.conn.LocalAddr().String())
+	if _, err := ss.conn.Write(badRequestResponse(pe, port)); err != nil {
+		return
+	}
+	if cw, ok := ss.conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	io.CopyN(io.Discard, ss.conn, 64<<10)
+}
+
+// forward routes the connection and hands it to the route's target.
+func (s *Server) forward(ss *session) (string, error) {
+	r, ok := s.routes.Load().Lookup(ss.hello.ServerName)
+	if !ok {
+		writeAlert(ss.conn, ss.hello.RecordVersion, alertUnrecognizedName)
+		s.warnf(resultUnknownSNI, "no route for the server name the client sent: add it to a route's sni, or set default_route",
+			"listener", ss.listener, "client", ss.clientString(), "sni", ss.hello.ServerName)
+		return resultUnknownSNI, fmt.Errorf("%w %q", ErrUnknownServerName, ss.hello.ServerName)
+	}
+	ss.route, ss.rm = r, s.m.forRoute(r)
+	if ss.rm != nil {
+		ss.rm.active.Inc()
+		defer ss.rm.active.Dec()
+	}
+	pc := &tcpproxy.Conn{HostName: ss.hello.ServerName, Peeked: ss.raw, Conn: ss.conn}
+	s.target(ss).HandleConn(pc)
+	return "", nil // the target recorded the outcome
+}
+
+func (s *Server) target(ss *session) tcpproxy.Target {
+	if ss.route.Mode == ModeBridge {
+		return &bridgeTarget{s: s, ss: ss}
+	}
+	return &spliceTarget{s: s, ss: ss}
+}
+
+// finish closes the connection, untracks it, counts it and writes its log
+// line: listener client sni route mode upstream result bytes_up bytes_down
+// duration, then err when there is one.
+func (s *Server) finish(ss *session) {
+	ss.conn.Close()
+	s.untrack(ss)
+	ss.releaseHello()
+	result, err := ss.outcome()
+	d := time.Since(ss.start)
+	mode := ""
+	if ss.route != nil {
+		mode = string(ss.route.Mode)
+		if ss.rm != nil {
+			ss.rm.duration.Observe(d.Seconds())
+		}
+	}
+	s.m.connection(ss.listener, ss.routeName(), result)
+	attrs := []slog.Attr{
+		slog.String("listener", ss.listener),
+		slog.String("client", ss.clientString()),
+		slog.String("sni", ss.hello.ServerName),
+		slog.String("route", ss.routeName()),
+		slog.String("mode", mode),
+		slog.String("upstream", ss.upstream),
+		slog.String("result", result),
+		slog.Int64("bytes_up", ss.up.Load()),
+		slog.Int64("bytes_down", ss.down.Load()),
+		slog.Duration("duration", d),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
+}

@@ -1,0 +1,75 @@
+package sni
+
+import (
+	"crypto/tls"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// legConfig builds the TLS client configuration of one upstream dial in
+// bridge mode and watches what the upstream does with it.
+type legConfig struct {
+	route         *Route
+	addr          string
+	raw           net.Conn
+	certRequested bool        // the upstream sent a CertificateRequest
+	probing       atomic.Bool // confirmClientAuth is waiting: a ticket ends it
+}
+
+// config clones the route's UpstreamTLS template for this dial: the
+// client's ALPN list, ServerName (the template's, else the client's SNI,
+// else the upstream's host), TLS 1.2 at least, and the route's session
+// cache keyed per upstream address so that round-robin does not make
+// upstreams reject each other's tickets.
+func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
+	cfg := &tls.Config{}
+	if tmpl := lc.route.UpstreamTLS; tmpl != nil {
+		cfg = tmpl.Clone()
+	}
+	cfg.GetClientCertificate = lc.clientCertificate(cfg.GetClientCertificate, cfg.Certificates)
+	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
+	cfg.NextProtos = hello.SupportedProtos
+	if cfg.ServerName == "" {
+		cfg.ServerName = hello.ServerName
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(lc.addr)
+	}
+	cfg.ClientSessionCache = legSessions{lc}
+	return cfg
+}
+
+// clientCertificate wraps the template's way of choosing a client
+// certificate, noting that the upstream asked for one.
+func (lc *legConfig) clientCertificate(get func(*tls.CertificateRequestInfo) (*tls.Certificate, error), certs []tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		lc.certRequested = true
+		if get != nil {
+			return get(cri)
+		}
+		if len(certs) > 0 {
+			return &certs[0], nil
+		}
+		return &tls.Certificate{}, nil // none: the upstream decides
+	}
+}
+
+// legSessions is the route's client session cache seen through one dial.
+type legSessions struct{ lc *legConfig }
+
+func (s legSessions) key(k string) string { return s.lc.addr + " " + k }
+
+func (s legSessions) Get(k string) (*tls.ClientSessionState, bool) {
+	return s.lc.route.sessions.Get(s.key(k))
+}
+
+// Put stores a session; a ticket received while confirmClientAuth waits
+// proves the upstream accepted the client certificate, so it ends the
+// wait at once.
+func (s legSessions) Put(k string, cs *tls.ClientSessionState) {
+	s.lc.route.sessions.Put(s.key(k), cs)
+	if cs != nil && s.lc.probing.Load() {
+		s.lc.raw.SetReadDeadline(time.Now())
+	}
+}
