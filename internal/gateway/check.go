@@ -1,0 +1,244 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/upstream"
+)
+
+// ErrProbeFailed is returned by Check when an upstream failed a probe step.
+var ErrProbeFailed = errors.New("some upstreams failed the probe")
+
+// Check validates the configuration file (what `snigate check` does) and
+// writes a summary to w. With probe it also dials every upstream of every
+// route and writes a table of the results. A configuration error is a
+// config.ErrorList.
+func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, r := range cfg.Routes {
+		n += len(r.Upstreams)
+	}
+	fmt.Fprintf(w, "%s: configuration OK (%d routes, %d upstreams)\n", path, len(cfg.Routes), n)
+	for _, warn := range KeyFileWarnings(cfg) {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	if !probe {
+		return nil
+	}
+	return probeAll(ctx, cfg, w)
+}
+
+type probeRow struct {
+	route string
+	res   upstream.ProbeResult
+}
+
+func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
+	var rows []probeRow
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	routed := routedTable(cfg)
+	for _, rc := range cfg.Routes {
+		pc, err := probeConfig(cfg, &rc)
+		if err != nil {
+			return fmt.Errorf("route %s: %w", rc.Name, err)
+		}
+		for _, addr := range rc.Upstreams {
+			wg.Go(func() {
+				res := upstream.Probe(ctx, addr, pc)
+				mu.Lock()
+				rows = append(rows, probeRow{route: rc.Name, res: res})
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	sortRows(cfg, rows)
+	return writeProbeTable(w, rows, routed)
+}
+
+// sortRows puts rows in configuration order.
+func sortRows(cfg *config.Config, rows []probeRow) {
+	order := map[string]int{}
+	i := 0
+	for _, r := range cfg.Routes {
+		for _, u := range r.Upstreams {
+			order[r.Name+"\x00"+u] = i
+			i++
+		}
+	}
+	for a := 1; a < len(rows); a++ {
+		for b := a; b > 0 && order[rows[b].route+"\x00"+rows[b].res.Addr] < order[rows[b-1].route+"\x00"+rows[b-1].res.Addr]; b-- {
+			rows[b], rows[b-1] = rows[b-1], rows[b]
+		}
+	}
+}
+
+func routedTable(cfg *config.Config) *sni.NameTable[struct{}] {
+	var t sni.NameTable[struct{}]
+	for _, n := range cfg.RoutedNames() {
+		t.Add(n, struct{}{})
+	}
+	return &t
+}
+
+// probeConfig builds the probe of one route's upstreams from the files the
+// configuration names (loaded once: check is a one-shot command).
+func probeConfig(cfg *config.Config, rc *config.Route) (upstream.ProbeConfig, error) {
+	pc := upstream.ProbeConfig{
+		ServerName: checkServerName(rc),
+		Check:      upstreamCheck(rc.Health),
+		Timeout:    cfg.Timeouts.Connect,
+	}
+	if rc.Mode != string(sni.ModeBridge) {
+		return pc, nil
+	}
+	c := &tls.Config{ServerName: pc.ServerName, MinVersion: tls.VersionTLS12}
+	u := rc.UpstreamTLS
+	if u.Cert != "" {
+		kp, err := tls.LoadX509KeyPair(u.Cert, u.Key)
+		if err != nil {
+			return pc, fmt.Errorf("upstream_tls: %w", err)
+		}
+		c.Certificates = []tls.Certificate{kp}
+	}
+	if u.CA != "" {
+		pem, err := os.ReadFile(u.CA)
+		if err != nil {
+			return pc, fmt.Errorf("upstream_tls.ca: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		c.RootCAs.AppendCertsFromPEM(pem)
+	}
+	pc.ClientTLS = c
+	return pc, nil
+}
+
+func writeProbeTable(w io.Writer, rows []probeRow, routed *sni.NameTable[struct{}]) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUTE\tUPSTREAM\tTCP\tTLS\tMTLS\tHTTP\tLATENCY\tCERT_EXPIRES")
+	failed := false
+	var notes []string
+	for _, r := range rows {
+		p := r.res
+		failed = failed || stepFailed(p.TCP) || stepFailed(p.TLS) || stepFailed(p.MTLS) || stepFailed(p.HTTP)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.route, p.Addr,
+			stepText(p.TCP), stepText(p.TLS), stepText(p.MTLS), httpText(p),
+			latencyText(p), expiryText(p.CertNotAfter))
+		notes = append(notes, probeNotes(r, routed)...)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	if failed {
+		return ErrProbeFailed
+	}
+	return nil
+}
+
+// probeNotes reports the other hosts a pull touches: a token realm or a
+// blob redirect on a host the gateway does not route fails on the nodes.
+func probeNotes(r probeRow, routed *sni.NameTable[struct{}]) []string {
+	var notes []string
+	note := func(what, host string) {
+		_, ok := routed.Lookup(hostOnly(host))
+		state := "routed by this gateway"
+		if !ok {
+			state = "NOT routed: nodes cannot reach it through the gateway; add it to a route's sni (or make sure nodes reach it directly)"
+		}
+		notes = append(notes, fmt.Sprintf("%s %s: %s %s is %s", r.route, r.res.Addr, what, host, state))
+	}
+	if h := r.res.AuthRealmHost; h != "" {
+		note("token auth realm host", h)
+	}
+	if h := r.res.RedirectHost; h != "" {
+		note("GET /v2/ redirects to host", h)
+	}
+	for _, e := range stepErrors(r.res) {
+		notes = append(notes, fmt.Sprintf("%s %s: %s", r.route, r.res.Addr, e))
+	}
+	return notes
+}
+
+func hostOnly(hostport string) string {
+	if i := strings.LastIndexByte(hostport, ':'); i > 0 && !strings.Contains(hostport[i:], "]") {
+		return hostport[:i]
+	}
+	return hostport
+}
+
+func latencyText(p upstream.ProbeResult) string {
+	if p.Latency <= 0 {
+		return "-"
+	}
+	return p.Latency.Round(100 * time.Microsecond).String()
+}
+
+func expiryText(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	days := int(time.Until(t).Hours() / 24)
+	return fmt.Sprintf("%s (%dd)", t.UTC().Format("2006-01-02"), days)
+}
+
+func stepFailed(s upstream.StepResult) bool { return !s.OK && !s.Skipped }
+
+func stepText(s upstream.StepResult) string {
+	switch {
+	case s.Skipped:
+		return "-"
+	case s.OK:
+		return "ok"
+	}
+	return "FAIL"
+}
+
+func httpText(p upstream.ProbeResult) string {
+	switch {
+	case p.HTTP.Skipped:
+		return "-"
+	case p.HTTPStatus != 0 && p.HTTP.OK:
+		return fmt.Sprintf("%d", p.HTTPStatus)
+	case p.HTTPStatus != 0:
+		return fmt.Sprintf("FAIL %d", p.HTTPStatus)
+	}
+	return stepText(p.HTTP)
+}
+
+// stepErrors explains each failed step, and a client certificate the
+// upstream demands, in one line each.
+func stepErrors(p upstream.ProbeResult) []string {
+	var out []string
+	for _, s := range []struct {
+		name string
+		r    upstream.StepResult
+	}{{"tcp", p.TCP}, {"tls", p.TLS}, {"mtls", p.MTLS}, {"http", p.HTTP}} {
+		if stepFailed(s.r) {
+			out = append(out, fmt.Sprintf("%s failed: %s", s.name, s.r.Err))
+		}
+	}
+	if p.ClientCertRequired {
+		out = append(out, "the upstream refuses clients without a certificate (bridge mode with upstream_tls.cert is what it needs)")
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/admin"
+	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/upstream"
+)
+
+// Options configures a Gateway.
+type Options struct {
+	// ConfigFile is the path of the YAML configuration; required.
+	ConfigFile string
+	// Logger receives every log line; nil means slog.Default().
+	Logger *slog.Logger
+	// ReadyFunc, when set, is called once every listener is up.
+	ReadyFunc func(addrs Addrs)
+}
+
+// Addrs are the addresses the gateway's listeners are bound to, useful when
+// the configuration asks for port 0.
+type Addrs struct {
+	TLS     []net.Addr
+	Connect net.Addr
+	DNS     net.Addr // the UDP address; TCP listens on the same port
+	Admin   net.Addr
+}
+
+// Gateway runs snigate: SNI listeners, DNS responder, admin API, and the
+// generation of routes built from the configuration file.
+type Gateway struct {
+	opts     Options
+	log      *slog.Logger
+	registry *prometheus.Registry
+	metrics  *metrics
+
+	gen      atomic.Pointer[generation]
+	reloadMu sync.Mutex // one reload at a time
+	ready    atomic.Bool
+
+	sni   *sni.Server
+	dns   *dnsresponder.Server
+	admin *admin.Server
+}
+
+// New loads and validates the configuration file and builds the first
+// generation. It opens no listener and starts nothing. A configuration
+// error is a config.ErrorList.
+func New(opts Options) (*Gateway, error) {
+	cfg, err := config.Load(opts.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	g.metrics = newMetrics(g.registry)
+	gen, err := g.build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.gen.Store(gen)
+	g.sni, err = sni.New(g.sniConfig(cfg), gen.routes)
+	if err != nil {
+		return nil, err
+	}
+	if gen.dns != nil {
+		g.dns = dnsresponder.NewServer(gen.dns, g.log)
+	}
+	g.admin = admin.New(admin.Config{
+		Upstreams: g,
+		ReadyFunc: g.ready.Load,
+		Gatherer:  g.registry,
+		Logger:    g.log,
+	})
+	return g, nil
+}
+
+func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {
+	return sni.Config{
+		ClientHelloTimeout: cfg.Timeouts.ClientHello,
+		ConnectTimeout:     cfg.Timeouts.Connect,
+		IdleTimeout:        cfg.Timeouts.Idle,
+		MaxConnections:     cfg.MaxConnections,
+		Allow:              cfg.Listen.Allow,
+		ProxyProtocolFrom:  cfg.Listen.ProxyProtocolFrom,
+		Logger:             g.log,
+		Metrics:            g.metrics.sni,
+	}
+}
+
+// Registry is the Prometheus registry /metrics serves.
+func (g *Gateway) Registry() *prometheus.Registry { return g.registry }
+
+// Upstreams lists every upstream of every route (the admin API).
+func (g *Gateway) Upstreams() []upstream.Status {
+	gen := g.gen.Load()
+	var out []upstream.Status
+	for _, r := range gen.cfg.Routes {
+		out = append(out, gen.pools[r.Name].Status()...)
+	}
+	return out
+}
+
+// SetUpstreamState changes an upstream's admin state (the admin API). The
+// state is carried over by reloads.
+func (g *Gateway) SetUpstreamState(route, addr string, s upstream.State) (upstream.Status, error) {
+	gen := g.gen.Load()
+	p := gen.pools[route]
+	if p == nil {
+		return upstream.Status{}, fmt.Errorf("route %q: %w", route, admin.ErrNotFound)
+	}
+	if err := p.SetState(addr, s); err != nil {
+		if errors.Is(err, upstream.ErrUnknownUpstream) {
+			return upstream.Status{}, fmt.Errorf("route %q upstream %q: %w", route, addr, admin.ErrNotFound)
+		}
+		return upstream.Status{}, err
+	}
+	for _, st := range p.Status() {
+		if st.Upstream == addr {
+			return st, nil
+		}
+	}
+	return upstream.Status{}, fmt.Errorf("route %q upstream %q: %w", route, addr, admin.ErrNotFound)
+}
+
+// Run opens the listeners and serves until ctx is done or a signal stops
+// it: SIGHUP (or a change of the configuration file) reloads, SIGTERM and
+// SIGINT drain and return nil. It returns an error when a listener cannot
+// be opened or a server fails.
+func (g *Gateway) Run(ctx context.Context) error {
+	ls, err := g.listen(g.gen.Load().cfg)
+	if err != nil {
+		return err
+	}
+	return g.serve(ctx, ls)
+}

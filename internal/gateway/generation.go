@@ -1,0 +1,285 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/miekg/dns"
+
+	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/certs"
+	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/upstream"
+)
+
+// A generation is everything built from one configuration file: the route
+// table, the upstream pools, the certificate watchers and the DNS handler.
+// A reload builds a new generation, swaps it in, then stops the old one's
+// workers; connections the old one accepted keep running to completion.
+type generation struct {
+	cfg     *config.Config
+	routes  *sni.Table
+	pools   map[string]*upstream.Pool // by route name
+	dns     dns.Handler               // nil when listen.dns is not set
+	workers []runner                  // pools and certificate watchers
+
+	cancel context.CancelFunc // stops the workers
+	wg     sync.WaitGroup
+}
+
+// runner is a background worker of a generation.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+// build turns a validated configuration into a generation. Nothing runs
+// until start.
+func (g *Gateway) build(cfg *config.Config) (*generation, error) {
+	gen := &generation{cfg: cfg, pools: make(map[string]*upstream.Pool)}
+	var routes []*sni.Route
+	for i := range cfg.Routes {
+		rc := &cfg.Routes[i]
+		r, err := g.buildRoute(gen, cfg, rc)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", rc.Name, err)
+		}
+		routes = append(routes, r)
+	}
+	table, err := sni.NewTable(routes, cfg.DefaultRoute)
+	if err != nil {
+		return nil, err
+	}
+	gen.routes = table
+	if cfg.Listen.DNS != "" {
+		if gen.dns, err = g.buildDNS(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return gen, nil
+}
+
+func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Route) (*sni.Route, error) {
+	r := &sni.Route{
+		Name:          rc.Name,
+		SNI:           rc.SNI,
+		Mode:          sni.Mode(rc.Mode),
+		ProxyProtocol: rc.ProxyProtocol,
+	}
+	checkTLS := spliceCheckTLS(rc)
+	if r.Mode == sni.ModeBridge {
+		var err error
+		if r.Serve, err = g.serveSource(gen, rc); err != nil {
+			return nil, err
+		}
+		if r.UpstreamTLS, err = g.upstreamTLS(gen, rc); err != nil {
+			return nil, err
+		}
+		checkTLS = func() *tls.Config {
+			c := r.UpstreamTLS.Clone()
+			if c.ServerName == "" {
+				c.ServerName = checkServerName(rc)
+			}
+			return c
+		}
+	}
+	pool, err := upstream.New(upstream.Config{
+		Route:         rc.Name,
+		Addrs:         rc.Upstreams,
+		Balance:       upstream.Balance(rc.Balance),
+		Check:         upstreamCheck(rc.Health),
+		TLSConfigFunc: checkTLS,
+		Logger:        g.log,
+		Metrics:       g.metrics.upstream,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Pool = pool
+	gen.pools[rc.Name] = pool
+	gen.workers = append(gen.workers, pool)
+	return r, nil
+}
+
+func upstreamCheck(h config.Health) upstream.Check {
+	return upstream.Check{
+		Kind:         upstream.CheckKind(h.Check),
+		Path:         h.Path,
+		ExpectStatus: h.ExpectStatus,
+		Interval:     h.Interval,
+		Timeout:      h.Timeout,
+		Fall:         h.Fall,
+		Rise:         h.Rise,
+	}
+}
+
+// spliceCheckTLS is the client configuration of tls and http checks on a
+// splice route. The gateway does not verify a splice upstream's certificate
+// (the client does, end to end); the check proves the upstream completes a
+// handshake for the route's name.
+func spliceCheckTLS(rc *config.Route) func() *tls.Config {
+	name := checkServerName(rc)
+	return func() *tls.Config {
+		return &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
+	}
+}
+
+// checkServerName is the SNI health checks send: upstream_tls.server_name,
+// else the route's first exact name, else the parent of its first wildcard.
+func checkServerName(rc *config.Route) string {
+	if rc.UpstreamTLS.ServerName != "" {
+		return rc.UpstreamTLS.ServerName
+	}
+	for _, n := range rc.SNI {
+		if !strings.HasPrefix(n, "*.") {
+			return sni.CanonicalName(n)
+		}
+	}
+	if len(rc.SNI) > 0 {
+		return sni.CanonicalName(strings.TrimPrefix(rc.SNI[0], "*."))
+	}
+	return ""
+}
+
+// serveSource is where a bridge route's serving certificate comes from: a
+// watched key pair, or a CA that mints a leaf per name.
+func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, error) {
+	s := rc.Serve
+	if s.CACert != "" {
+		m, err := certs.NewMinter(certs.MinterConfig{
+			CACertFile: s.CACert, CAKeyFile: s.CAKey, Names: rc.SNI,
+			Route: rc.Name, Logger: g.log, Metrics: g.metrics.certs,
+		})
+		if err != nil {
+			return nil, err
+		}
+		gen.workers = append(gen.workers, m)
+		return m, nil
+	}
+	kp, err := certs.NewKeyPair(certs.KeyPairConfig{
+		CertFile: s.Cert, KeyFile: s.Key, Route: rc.Name, Role: "serve",
+		Logger: g.log, Metrics: g.metrics.certs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	gen.workers = append(gen.workers, kp)
+	return kp, nil
+}
+
+// upstreamTLS is the template of a bridge route's connections to its
+// upstreams: the edge client certificate, and verification against
+// upstream_tls.ca (re-read when it changes) or the system roots.
+func (g *Gateway) upstreamTLS(gen *generation, rc *config.Route) (*tls.Config, error) {
+	u := rc.UpstreamTLS
+	c := &tls.Config{ServerName: u.ServerName, MinVersion: tls.VersionTLS12}
+	if u.Cert != "" {
+		kp, err := certs.NewKeyPair(certs.KeyPairConfig{
+			CertFile: u.Cert, KeyFile: u.Key, Route: rc.Name, Role: "client",
+			Logger: g.log, Metrics: g.metrics.certs,
+		})
+		if err != nil {
+			return nil, err
+		}
+		gen.workers = append(gen.workers, kp)
+		c.GetClientCertificate = kp.GetClientCertificate
+	}
+	if u.CA != "" {
+		b, err := certs.NewCABundle(certs.CABundleConfig{
+			File: u.CA, Route: rc.Name, Role: "upstream_ca",
+			Logger: g.log, Metrics: g.metrics.certs,
+		})
+		if err != nil {
+			return nil, err
+		}
+		gen.workers = append(gen.workers, b)
+		// RootCAs is fixed once a tls.Config is in use; verifying in
+		// VerifyConnection against the bundle's current pool lets a
+		// rotated CA apply to the next handshake.
+		c.InsecureSkipVerify = true
+		c.VerifyConnection = verifyAgainst(b.Pool)
+	}
+	return c, nil
+}
+
+// verifyAgainst verifies the peer's chain for the connection's server name
+// against the pool roots returns at the time of the handshake.
+func verifyAgainst(roots func() *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("upstream sent no certificate")
+		}
+		inter := x509.NewCertPool()
+		for _, c := range cs.PeerCertificates[1:] {
+			inter.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+			DNSName:       cs.ServerName,
+			Roots:         roots(),
+			Intermediates: inter,
+		})
+		return err
+	}
+}
+
+func (g *Gateway) buildDNS(cfg *config.Config) (dns.Handler, error) {
+	var names sni.NameTable[struct{}]
+	for _, n := range cfg.RoutedNames() {
+		names.Add(n, struct{}{})
+	}
+	return dnsresponder.New(dnsresponder.Config{
+		Names:   &names,
+		Answer:  cfg.DNS.Answer,
+		TTL:     cfg.DNS.TTL,
+		Forward: cfg.DNS.Forward,
+		Logger:  g.log,
+		Metrics: g.metrics.dns,
+	})
+}
+
+// adopt carries over, from the generation that was in force, the health,
+// admin state and connection counts of the upstreams both have. old's
+// workers must be stopped first, so that no health check of old runs on.
+func (gen *generation) adopt(old *generation) {
+	for name, p := range gen.pools {
+		if op := old.pools[name]; op != nil {
+			p.Adopt(op)
+		}
+	}
+}
+
+// start runs the generation's workers until stop.
+func (gen *generation) start(ctx context.Context, log errorLogger) {
+	ctx, gen.cancel = context.WithCancel(ctx)
+	for _, w := range gen.workers {
+		gen.wg.Go(func() {
+			if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("background worker stopped", "err", err)
+			}
+		})
+	}
+}
+
+// stop stops the generation's workers and waits for them. Connections the
+// generation routed are not affected.
+func (gen *generation) stop() {
+	if gen.cancel != nil {
+		gen.cancel()
+	}
+	gen.wg.Wait()
+}
+
+// certSource is what serves a bridge route's certificate (certs.KeyPair or
+// certs.Minter).
+type certSource interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+}
+
+type errorLogger interface {
+	Error(msg string, args ...any)
+}

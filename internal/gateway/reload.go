@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/snigate/snigate/internal/config"
+)
+
+const (
+	// ConfigPollInterval is how often the configuration file is compared
+	// with the one in force. A change is applied once the file has stayed
+	// the same for one interval, so a burst of writes is one reload.
+	ConfigPollInterval = time.Second
+	adminShutdownTimeout = 2 * time.Second
+)
+
+// Reload re-reads the configuration file and, if it is valid, swaps a new
+// generation in: new connections use the new routes and certificates,
+// established ones are untouched, and upstream health and admin state are
+// carried over. An invalid file is rejected and the running configuration
+// stays in force. reason goes to the log.
+func (g *Gateway) Reload(ctx context.Context, reason string) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	old := g.gen.Load()
+	cfg, err := config.Load(g.opts.ConfigFile)
+	if err == nil {
+		err = g.swap(ctx, old, cfg)
+	}
+	if err != nil {
+		g.metrics.reloads.WithLabelValues("failure").Inc()
+		g.log.Error("configuration reload rejected; the running configuration stays in force",
+			"reason", reason, "err", err)
+		return err
+	}
+	g.metrics.reloads.WithLabelValues("success").Inc()
+	g.log.Info("configuration reloaded", "reason", reason, "routes", len(cfg.Routes))
+	return nil
+}
+
+func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config) error {
+	gen, err := g.build(cfg)
+	if err != nil {
+		return err
+	}
+	g.warnRestartNeeded(old.cfg, cfg)
+	old.stop()
+	gen.adopt(old)
+	gen.start(ctx, g.log)
+	g.sni.SetRoutes(gen.routes)
+	if g.dns != nil && gen.dns != nil {
+		g.dns.SetHandler(gen.dns)
+	}
+	g.gen.Store(gen)
+	for _, r := range old.cfg.Routes {
+		if gen.pools[r.Name] == nil {
+			g.metrics.deleteRoute(r.Name)
+		}
+	}
+	g.logRoutes(gen)
+	return nil
+}
+
+// warnRestartNeeded names the settings a reload does not apply: the
+// listeners and the connection-level limits are fixed at start.
+func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
+	changed := func(key string) {
+		g.log.Warn("setting changed in the configuration file; it applies only after a restart", "key", key)
+	}
+	if !slices.Equal(old.Listen.TLS, cur.Listen.TLS) {
+		changed("listen.tls")
+	}
+	if old.Listen.DNS != cur.Listen.DNS {
+		changed("listen.dns")
+	}
+	if old.Listen.Admin != cur.Listen.Admin {
+		changed("listen.admin")
+	}
+	if old.Listen.Connect != cur.Listen.Connect {
+		changed("listen.connect")
+	}
+	if !slices.Equal(old.Listen.Allow, cur.Listen.Allow) {
+		changed("listen.allow")
+	}
+	if !slices.Equal(old.Listen.ProxyProtocolFrom, cur.Listen.ProxyProtocolFrom) {
+		changed("listen.proxy_protocol_from")
+	}
+	if old.Timeouts != cur.Timeouts {
+		changed("timeouts")
+	}
+	if old.MaxConnections != cur.MaxConnections {
+		changed("max_connections")
+	}
+	if (old.Listen.DNS == "") != (cur.Listen.DNS == "") {
+		changed("dns")
+	}
+}
+
+// watchConfig asks for a reload when the configuration file's content
+// changes and then stays the same for one poll interval. It follows
+// symlinks, so a Kubernetes ConfigMap's ..data swap is seen.
+func (g *Gateway) watchConfig(ctx context.Context, reloadc chan<- string) {
+	applied := fileSum(g.opts.ConfigFile)
+	var pending []byte
+	t := time.NewTicker(ConfigPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sum := fileSum(g.opts.ConfigFile)
+		switch {
+		case sum == nil || bytes.Equal(sum, applied):
+			pending = nil
+		case !bytes.Equal(sum, pending):
+			pending = sum // changed: wait until it settles
+		default:
+			applied, pending = sum, nil
+			select {
+			case reloadc <- "configuration file changed":
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// fileSum is the SHA-256 of the file's content, nil if it cannot be read
+// (a file being replaced is read again at the next poll).
+func fileSum(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	s := sha256.Sum256(b)
+	return s[:]
+}

@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// ErrForcedStop is returned by Run when a second stop signal cut the drain
+// short.
+var ErrForcedStop = errors.New("stopped by a second signal before connections finished")
+
+// servers tracks the goroutines serving the listeners.
+type servers struct {
+	wg   sync.WaitGroup
+	errc chan error
+}
+
+func (s *servers) run(name string, serve func() error) {
+	s.wg.Go(func() {
+		if err := serve(); err != nil && !isClosedErr(err) {
+			s.errc <- fmt.Errorf("%s: %w", name, err)
+		}
+	})
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed)
+}
+
+func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	srv := &servers{errc: make(chan error, len(ls.tls)+4)}
+	g.startServers(srv, ls)
+	gen := g.gen.Load()
+	gen.start(ctx, g.log)
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	reloadc := make(chan string, 1)
+	var watchWG sync.WaitGroup
+	watchWG.Go(func() { g.watchConfig(watchCtx, reloadc) })
+	defer func() { stopWatch(); watchWG.Wait() }()
+
+	g.setReady(true)
+	g.logStart(ls)
+	if g.opts.ReadyFunc != nil {
+		g.opts.ReadyFunc(ls.addrs())
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return g.drain(sigs, srv)
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				g.Reload(ctx, "SIGHUP")
+				continue
+			}
+			g.log.Info("stop signal received", "signal", sig.String())
+			return g.drain(sigs, srv)
+		case reason := <-reloadc:
+			g.Reload(ctx, reason)
+		case err := <-srv.errc:
+			g.log.Error("server failed, stopping", "err", err)
+			g.shutdownNow(srv)
+			return err
+		}
+	}
+}
+
+func (g *Gateway) startServers(srv *servers, ls *listeners) {
+	for _, ln := range ls.tls {
+		srv.run("listen.tls "+ln.Addr().String(), func() error { return g.sni.Serve(ln) })
+	}
+	if g.dns != nil && ls.dnsUDP != nil {
+		srv.run("listen.dns udp", func() error { return g.dns.ServeUDP(ls.dnsUDP) })
+		srv.run("listen.dns tcp", func() error { return g.dns.ServeTCP(ls.dnsTCP) })
+	}
+	if ls.admin != nil {
+		srv.run("listen.admin", func() error { return g.admin.Serve(ls.admin) })
+	}
+}
+
+func (g *Gateway) setReady(ready bool) {
+	g.ready.Store(ready)
+	if ready {
+		g.metrics.ready.Set(1)
+	} else {
+		g.metrics.ready.Set(0)
+	}
+}
+
+func (g *Gateway) logStart(ls *listeners) {
+	for _, ln := range ls.tls {
+		g.log.Info("listening", "listener", ln.Addr().String(), "kind", "tls")
+	}
+	if ls.dnsUDP != nil {
+		g.log.Info("listening", "listener", ls.dnsUDP.LocalAddr().String(), "kind", "dns")
+	}
+	if ls.admin != nil {
+		g.log.Info("listening", "listener", ls.admin.Addr().String(), "kind", "admin")
+	}
+	gen := g.gen.Load()
+	g.logRoutes(gen)
+	for _, w := range KeyFileWarnings(gen.cfg) {
+		g.log.Warn("private key file readable by group or others", "detail", w)
+	}
+}
+
+func (g *Gateway) logRoutes(gen *generation) {
+	for _, r := range gen.cfg.Routes {
+		g.log.Info("route", "route", r.Name, "mode", r.Mode, "sni", r.SNI,
+			"upstreams", r.Upstreams, "balance", r.Balance, "check", r.Health.Check)
+	}
+	if gen.cfg.DefaultRoute != "" {
+		g.log.Info("default route", "route", gen.cfg.DefaultRoute)
+	}
+}
+
+// drain stops accepting, reports not-ready, lets connections finish for up
+// to timeouts.drain, then closes what is left. A second signal cuts the
+// budget short.
+func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers) error {
+	g.setReady(false)
+	gen := g.gen.Load()
+	budget := gen.cfg.Timeouts.Drain
+	g.log.Info("draining", "budget", budget.String())
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	forced := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case sig := <-sigs:
+			g.log.Warn("second signal: closing remaining connections now", "signal", sig.String())
+			close(forced)
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	err := g.shutdown(ctx, srv)
+	cancel()
+	wg.Wait()
+	select {
+	case <-forced:
+		return ErrForcedStop
+	default:
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	g.log.Info("stopped")
+	return nil
+}
+
+// shutdown stops the servers within ctx, then the background workers; the
+// admin API stays up until the end so /readyz reports 503 while draining.
+func (g *Gateway) shutdown(ctx context.Context, srv *servers) error {
+	var errs []error
+	errs = append(errs, g.sni.Shutdown(ctx))
+	if g.dns != nil {
+		errs = append(errs, g.dns.Shutdown(ctx))
+	}
+	g.gen.Load().stop()
+	adminCtx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+	defer cancel()
+	errs = append(errs, g.admin.Shutdown(adminCtx))
+	srv.wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (g *Gateway) shutdownNow(srv *servers) {
+	g.setReady(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g.shutdown(ctx, srv)
+}
