@@ -12,10 +12,10 @@ import (
 // listeners are the sockets the gateway serves on, opened before anything
 // is started so that a port in use fails the start at once.
 type listeners struct {
-	tls     []net.Listener
-	dnsUDP  net.PacketConn
-	dnsTCP  net.Listener
-	admin   net.Listener
+	tls    []net.Listener
+	dnsUDP net.PacketConn
+	dnsTCP net.Listener
+	admin  net.Listener
 }
 
 func (g *Gateway) listen(cfg *config.Config) (*listeners, error) {

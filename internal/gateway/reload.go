@@ -15,7 +15,7 @@ const (
 	// ConfigPollInterval is how often the configuration file is compared
 	// with the one in force. A change is applied once the file has stayed
 	// the same for one interval, so a burst of writes is one reload.
-	ConfigPollInterval = time.Second
+	ConfigPollInterval   = time.Second
 	adminShutdownTimeout = 2 * time.Second
 )
 
