@@ -21,6 +21,7 @@ import (
 
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/gateway"
+	"github.com/snigate/snigate/internal/pki"
 )
 
 // world is everything the tour starts; close stops it all.
@@ -28,7 +29,7 @@ type world struct {
 	t   *tour
 	dir string
 
-	registryCA, edgeCA *authority
+	registryCA, edgeCA *pki.Authority
 	registryCert       tls.Certificate
 	edgeCert           tls.Certificate
 	gatewayCA          *x509.CertPool
@@ -85,21 +86,21 @@ func (w *world) path(name string) string { return filepath.Join(w.dir, name) }
 
 func (w *world) makePKI() (string, error) {
 	var err error
-	if w.registryCA, err = newAuthority("demo registry CA"); err != nil {
+	if w.registryCA, err = pki.NewAuthority("demo registry CA"); err != nil {
 		return "", err
 	}
-	if w.edgeCA, err = newAuthority("demo edge client CA"); err != nil {
+	if w.edgeCA, err = pki.NewAuthority("demo edge client CA"); err != nil {
 		return "", err
 	}
 	var edgeCert, edgeKey []byte
-	if w.registryCert, _, _, err = w.registryCA.leaf(RegistryName, RegistryName); err != nil {
+	if w.registryCert, _, _, err = w.registryCA.Leaf(RegistryName, RegistryName); err != nil {
 		return "", err
 	}
-	if w.edgeCert, edgeCert, edgeKey, err = w.edgeCA.leaf("bastion.example.test"); err != nil {
+	if w.edgeCert, edgeCert, edgeKey, err = w.edgeCA.Leaf("bastion.example.test"); err != nil {
 		return "", err
 	}
-	err = writeFiles(w.dir, map[string][]byte{
-		"edge.crt": edgeCert, "edge.key": edgeKey, "registry-ca.crt": w.registryCA.pem,
+	err = pki.WriteFiles(w.dir, map[string][]byte{
+		"edge.crt": edgeCert, "edge.key": edgeKey, "registry-ca.crt": w.registryCA.PEM,
 	})
 	if err != nil {
 		return "", err
@@ -118,7 +119,7 @@ func (w *world) makePKI() (string, error) {
 }
 
 func (w *world) startRegistry() (string, error) {
-	r, err := StartRegistry(w.registryCert, w.edgeCA.pool())
+	r, err := StartRegistry(w.registryCert, w.edgeCA.Pool())
 	if err != nil {
 		return "", err
 	}
@@ -128,7 +129,7 @@ func (w *world) startRegistry() (string, error) {
 
 // directTransport talks to the registry itself, as the bastion can.
 func (w *world) directTransport(withEdgeCert bool) *tlsTransport {
-	c := &tls.Config{RootCAs: w.registryCA.pool(), MinVersion: tls.VersionTLS12}
+	c := &tls.Config{RootCAs: w.registryCA.Pool(), MinVersion: tls.VersionTLS12}
 	if withEdgeCert {
 		c.Certificates = []tls.Certificate{w.edgeCert}
 	}

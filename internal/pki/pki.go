@@ -1,4 +1,7 @@
-package demo
+// Package pki makes throwaway certificate authorities and leaves, in memory
+// and on disk: for snigate demo and for tests. Nothing here is meant for a
+// production CA (see internal/certs.InitCA for that).
+package pki
 
 import (
 	"crypto/ecdsa"
@@ -14,14 +17,15 @@ import (
 	"time"
 )
 
-// authority is a throwaway CA that signs the demo's leaves.
-type authority struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+// Authority is a throwaway CA, valid for a day.
+type Authority struct {
+	Cert *x509.Certificate
+	Key  *ecdsa.PrivateKey
+	PEM  []byte // the certificate, PEM-encoded
 }
 
-func newAuthority(name string) (*authority, error) {
+// NewAuthority creates a CA with common name name.
+func NewAuthority(name string) (*Authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -43,19 +47,20 @@ func newAuthority(name string) (*authority, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &authority{cert: cert, key: key, pem: pemBlock("CERTIFICATE", der)}, nil
+	return &Authority{Cert: cert, Key: key, PEM: pemBlock("CERTIFICATE", der)}, nil
 }
 
-// pool is a cert pool holding only this authority.
-func (a *authority) pool() *x509.CertPool {
+// Pool is a cert pool holding only this authority.
+func (a *Authority) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
-	p.AddCert(a.cert)
+	p.AddCert(a.Cert)
 	return p
 }
 
-// leaf issues a certificate for the names (a server) or, with no names, a
-// client certificate with the common name cn.
-func (a *authority) leaf(cn string, names ...string) (tls.Certificate, []byte, []byte, error) {
+// Leaf issues a certificate for the names (a server) or, with no names, a
+// client certificate with the common name cn. It returns the pair and its
+// certificate and key in PEM.
+func (a *Authority) Leaf(cn string, names ...string) (tls.Certificate, []byte, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
@@ -72,7 +77,7 @@ func (a *authority) leaf(cn string, names ...string) (tls.Certificate, []byte, [
 	if len(names) == 0 {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, &key.PublicKey, a.Key)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
 	}
@@ -94,8 +99,8 @@ func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
-// writeFiles writes name -> content under dir, keys with mode 0600.
-func writeFiles(dir string, files map[string][]byte) error {
+// WriteFiles writes name -> content under dir, ".key" files with mode 0600.
+func WriteFiles(dir string, files map[string][]byte) error {
 	for name, b := range files {
 		mode := os.FileMode(0o644)
 		if filepath.Ext(name) == ".key" {
@@ -106,4 +111,24 @@ func writeFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// WriteLeaf issues a leaf as Leaf does and writes it to dir as base.crt
+// and base.key (0600).
+func (a *Authority) WriteLeaf(dir, base, cn string, names ...string) (tls.Certificate, error) {
+	pair, certPEM, keyPEM, err := a.Leaf(cn, names...)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return pair, WriteFiles(dir, map[string][]byte{base + ".crt": certPEM, base + ".key": keyPEM})
+}
+
+// WriteCA writes the authority's certificate and key to dir as base.crt
+// and base.key (0600).
+func (a *Authority) WriteCA(dir, base string) error {
+	der, err := x509.MarshalPKCS8PrivateKey(a.Key)
+	if err != nil {
+		return err
+	}
+	return WriteFiles(dir, map[string][]byte{base + ".crt": a.PEM, base + ".key": pemBlock("PRIVATE KEY", der)})
 }
