@@ -26,6 +26,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadyFunc, when set, is called once every listener is up.
 	ReadyFunc func(addrs Addrs)
+	// ReloadedFunc, when set, is called after every reload attempt with
+	// its outcome (nil: the new configuration is in force).
+	ReloadedFunc func(err error)
 }
 
 // Addrs are the addresses the gateway's listeners are bound to, useful when

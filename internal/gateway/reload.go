@@ -25,6 +25,14 @@ const (
 // carried over. An invalid file is rejected and the running configuration
 // stays in force. reason goes to the log.
 func (g *Gateway) Reload(ctx context.Context, reason string) error {
+	err := g.reload(ctx, reason)
+	if g.opts.ReloadedFunc != nil {
+		g.opts.ReloadedFunc(err)
+	}
+	return err
+}
+
+func (g *Gateway) reload(ctx context.Context, reason string) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	old := g.gen.Load()

@@ -99,12 +99,7 @@ func (g *Gateway) setReady(ready bool) {
 }
 
 func (g *Gateway) logStart(ls *listeners) {
-	for _, ln := range ls.tls {
-		g.log.Info("listening", "listener", ln.Addr().String(), "kind", "tls")
-	}
-	if ls.dnsUDP != nil {
-		g.log.Info("listening", "listener", ls.dnsUDP.LocalAddr().String(), "kind", "dns")
-	}
+	// sni and dnsresponder log their own listeners.
 	if ls.admin != nil {
 		g.log.Info("listening", "listener", ls.admin.Addr().String(), "kind", "admin")
 	}

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+const spliceConfig = `listen:
+  tls: ["127.0.0.1:0"]
+  admin: "127.0.0.1:0"
+timeouts:
+  drain: %s
+routes:
+%s`
+
+func spliceRoute(name, sni, upstream string) string {
+	return fmt.Sprintf(`  - name: %s
+    sni: [%s]
+    mode: splice
+    upstreams: [%q]
+`, name, sni, upstream)
+}
+
+// TestReloadKeepsTunnelsAndAppliesNewRoutes: a reload that removes the
+// route of an open tunnel does not cut it; new connections see the new
+// routes at once.
+func TestReloadKeepsTunnelsAndAppliesNewRoutes(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	b := startEcho(t, w.leaf("b.test"), nil)
+	w.writeConfig(fmt.Sprintf(spliceConfig, "5s", spliceRoute("a", "a.test", a.addr())))
+	w.start()
+
+	tunnel, err := w.dialTLS("a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tunnel.Close()
+	echoRoundTrip(t, tunnel, "before reload")
+
+	w.writeConfig(fmt.Sprintf(spliceConfig, "5s", spliceRoute("b", "b.test", b.addr())))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	<-w.reloaded
+
+	echoRoundTrip(t, tunnel, "after reload, route a removed: the tunnel runs on")
+	if c, err := w.dialTLS("b.test"); err != nil {
+		t.Errorf("new route b after reload: %v", err)
+	} else {
+		echoRoundTrip(t, c, "b")
+		c.Close()
+	}
+	if c, err := w.dialTLS("a.test"); err == nil {
+		c.Close()
+		t.Error("removed route a still accepts new connections")
+	} else if !strings.Contains(err.Error(), "unrecognized name") {
+		t.Errorf("removed route a: %v, want an unrecognized_name alert", err)
+	}
+}
+
+// TestReloadRejectsInvalidFile: an invalid file is rejected with a log
+// line, counted, and the running configuration stays in force.
+func TestReloadRejectsInvalidFile(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	w.writeConfig(fmt.Sprintf(spliceConfig, "5s", spliceRoute("a", "a.test", a.addr())))
+	w.start()
+
+	w.writeConfig("listen:\n  tls: [\"127.0.0.1:0\"]\nroutes:\n  - name: a\n    mode: sideways\n")
+	if err := w.g.Reload(t.Context(), "test"); err == nil {
+		t.Fatal("Reload accepted an invalid file")
+	}
+	<-w.reloaded
+	if !w.logs.contains("configuration reload rejected") || !w.logs.contains("routes[0].mode") {
+		t.Errorf("no log line naming the error:\n%s", w.logs)
+	}
+	c, err := w.dialTLS("a.test")
+	if err != nil {
+		t.Fatalf("old route after a rejected reload: %v", err)
+	}
+	echoRoundTrip(t, c, "still here")
+	c.Close()
+	_, metrics := w.adminGet("/metrics")
+	if !strings.Contains(metrics, `snigate_config_reloads_total{result="failure"} 1`) {
+		t.Errorf("reload failure not counted:\n%s", grepLines(metrics, "reloads"))
+	}
+}
+
+// TestSIGHUPAndFileChangeReload: SIGHUP reloads, and so does a change of
+// the file on disk, without a signal.
+func TestSIGHUPAndFileChangeReload(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	b := startEcho(t, w.leaf("b.test"), nil)
+	w.writeConfig(fmt.Sprintf(spliceConfig, "5s", spliceRoute("a", "a.test", a.addr())))
+	w.start()
+
+	w.writeConfig(fmt.Sprintf(spliceConfig, "5s", spliceRoute("a", "a.test", a.addr())+spliceRoute("b", "b.test", b.addr())))
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-w.reloaded; err != nil {
+		t.Fatalf("reload after SIGHUP: %v", err)
+	}
+	c, err := w.dialTLS("b.test")
+	if err != nil {
+		t.Fatalf("route added by SIGHUP reload: %v", err)
+	}
+	c.Close()
+
+	// The file watcher saw the same change and may reload once more; the
+	// next change must reload without a signal.
+	w.writeConfig(fmt.Sprintf(spliceConfig, "5s", spliceRoute("b", "b.test", b.addr())))
+	for {
+		if err := <-w.reloaded; err != nil {
+			t.Fatalf("reload after file change: %v", err)
+		}
+		c, err := w.dialTLS("a.test")
+		if err != nil {
+			break // route a is gone: the file change was applied
+		}
+		c.Close()
+	}
+	if !w.logs.contains("configuration file changed") {
+		t.Errorf("no reload logged for the file change:\n%s", w.logs)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
