@@ -3,6 +3,7 @@ package sni
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // healthy, and no health loop runs in tests unless one starts it.
 func newPool(tb testing.TB, route string, addrs ...string) *upstream.Pool {
 	tb.Helper()
-	p, err := upstream.New(upstream.Config{Route: route, Addrs: addrs})
+	p, err := upstream.New(upstream.Config{Route: route, Addrs: addrs, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}
