@@ -238,7 +238,7 @@ func stepErrors(p upstream.ProbeResult) []string {
 		}
 	}
 	if p.ClientCertRequired {
-		out = append(out, "the upstream refuses clients without a certificate (bridge mode with upstream_tls.cert is what it needs)")
+		out = append(out, "the upstream refuses clients without a certificate: the mtls column shows whether it accepts upstream_tls.cert")
 	}
 	return out
 }
