@@ -1,0 +1,290 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// binEnv names a prebuilt snigate binary to test instead of building one.
+const binEnv = "SNIGATE_BIN"
+
+// buildSnigate builds ./cmd/snigate of this module into dir.
+func buildSnigate(dir string) (string, error) {
+	if bin := os.Getenv(binEnv); bin != "" {
+		return filepath.Abs(bin)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "snigate")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/snigate")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/snigate (in %s): %w\n%s", root, err, out)
+	}
+	return bin, nil
+}
+
+// moduleRoot is the nearest directory above the working one with a go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// gatewaySpec is what the snigate configuration file says.
+type gatewaySpec struct {
+	answer      string   // the bastion's address as the node sees it
+	connect     bool     // listen.connect
+	registryUps []string // bridge route upstreams
+	mirrorUp    string   // splice route upstream
+	serveCA     string   // dir with ca.crt, ca.key from `snigate ca init`
+	edge        keyPair  // the edge client certificate
+	registryCA  string   // the registry's CA file
+}
+
+// Health check timing of both routes: an upstream is down after
+// healthFall failed checks healthInterval apart, up after healthRise.
+const (
+	healthInterval = time.Second
+	healthFall     = 2
+	healthRise     = 1
+)
+
+func (g gatewaySpec) yaml() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen:\n  tls: [\":443\"]\n  dns: \":53\"\n  admin: %q\n", adminAddr)
+	if g.connect {
+		fmt.Fprintf(&b, "  connect: \":%d\"\n", connectPort)
+	}
+	health := fmt.Sprintf(`      interval: %s
+      timeout: 900ms
+      fall: %d
+      rise: %d
+`, healthInterval, healthFall, healthRise)
+	fmt.Fprintf(&b, `timeouts:
+  drain: 2s
+dns:
+  answer: [%q]
+  ttl: 5s
+routes:
+  - name: registry
+    sni: [%q]
+    mode: bridge
+    upstreams: [%s]
+    health:
+      check: http
+      path: /v2/
+      expect_status: [200, 401]
+%s    serve:
+      ca_cert: %s
+      ca_key: %s
+    upstream_tls:
+      cert: %s
+      key: %s
+      ca: %s
+  - name: mirror
+    sni: [%q]
+    mode: splice
+    upstreams: [%q]
+    health:
+      check: tcp
+%s`, g.answer, registryHost, quoteAll(g.registryUps), health,
+		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
+		g.edge.certFile, g.edge.keyFile, g.registryCA,
+		mirrorHost, g.mirrorUp, health)
+	return b.String()
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// gateway is snigate running in the bastion namespace.
+type gateway struct {
+	bin    string
+	ns     *netns
+	config string
+	log    string
+	proc   *proc
+
+	// connectSkip is why listen.connect is off ("" when it is on): the
+	// output of `snigate check` rejecting it.
+	connectSkip string
+}
+
+// snigate runs `snigate args...` inside the bastion namespace.
+func (g *gateway) snigate(args ...string) result {
+	return runCmd(g.ns.command(append([]string{g.bin}, args...)...))
+}
+
+// writeConfig writes spec, with listen.connect when `snigate check`
+// accepts it, and checks the result.
+func (g *gateway) writeConfig(spec gatewaySpec) error {
+	spec.connect = true
+	if err := os.WriteFile(g.config, []byte(spec.yaml()), 0o644); err != nil {
+		return err
+	}
+	r := g.snigate("check", "-c", g.config)
+	if r.err == nil {
+		return nil
+	}
+	if !strings.Contains(r.out, "connect") {
+		return fmt.Errorf("snigate check rejects the e2e configuration:\n%s\n--- %s\n%s", r, g.config, spec.yaml())
+	}
+	g.connectSkip = r.String()
+	spec.connect = false
+	if err := os.WriteFile(g.config, []byte(spec.yaml()), 0o644); err != nil {
+		return err
+	}
+	if r := g.snigate("check", "-c", g.config); r.err != nil {
+		return fmt.Errorf("snigate check rejects the e2e configuration:\n%s\n--- %s\n%s", r, g.config, spec.yaml())
+	}
+	return nil
+}
+
+// start runs the gateway and waits for /readyz.
+func (g *gateway) start() error {
+	p, err := startProc("snigate", g.log,
+		g.ns.command(g.bin, "run", "-c", g.config, "--log-format", "json", "--log-level", "debug"))
+	if err != nil {
+		return err
+	}
+	g.proc = p
+	err = poll(pollTries*2, pollStep, func() error {
+		if !p.running() {
+			return fmt.Errorf("%w: snigate exited: %v", errGaveUp, p.err)
+		}
+		status, _, err := g.admin("/readyz")
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("/readyz: %d", status)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("snigate run: %w\n%s", err, p.tail(30))
+	}
+	return nil
+}
+
+// admin GETs path from the admin listener inside the bastion namespace.
+func (g *gateway) admin(path string) (int, []byte, error) {
+	return httpGetIn(g.ns, adminAddr, path)
+}
+
+// upstreamStatus is one element of GET /api/upstreams.
+type upstreamStatus struct {
+	Route     string `json:"route"`
+	Upstream  string `json:"upstream"`
+	State     string `json:"state"`
+	Healthy   bool   `json:"healthy"`
+	LastError string `json:"last_error"`
+}
+
+// upstreams reads GET /api/upstreams.
+func (g *gateway) upstreams() ([]upstreamStatus, error) {
+	status, body, err := g.admin("/api/upstreams")
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("/api/upstreams: %d %s", status, body)
+	}
+	var st []upstreamStatus
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("/api/upstreams: %w: %s", err, body)
+	}
+	return st, nil
+}
+
+// waitAllHealthy waits until every upstream of every route is healthy.
+func (g *gateway) waitAllHealthy() error {
+	return poll(pollTries*2, pollStep, func() error {
+		st, err := g.upstreams()
+		if err != nil {
+			return err
+		}
+		for _, s := range st {
+			if !s.Healthy {
+				return fmt.Errorf("%s %s is down: %s", s.Route, s.Upstream, s.LastError)
+			}
+		}
+		return nil
+	})
+}
+
+// ctlHealth runs `snigate ctl upstreams` in the bastion namespace and
+// returns the HEALTH column ("up" or "down") of route's upstream.
+func (g *gateway) ctlHealth(route, upstream string) (string, result, error) {
+	r := g.snigate("ctl", "--admin", adminAddr, "upstreams")
+	if r.err != nil {
+		return "", r, fmt.Errorf("%s", r)
+	}
+	lines := strings.Split(r.out, "\n")
+	col := strings.Index(lines[0], "HEALTH")
+	if col < 0 {
+		return "", r, fmt.Errorf("no HEALTH column:\n%s", r)
+	}
+	for _, line := range lines[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[0] == route && f[1] == upstream {
+			return f[3], r, nil
+		}
+	}
+	return "", r, fmt.Errorf("no row for %s %s:\n%s", route, upstream, r)
+}
+
+// logEvent is a line of the gateway's JSON log.
+type logEvent struct {
+	Msg      string `json:"msg"`
+	Route    string `json:"route"`
+	Upstream string `json:"upstream"`
+	To       string `json:"to"`
+}
+
+// healthChanges returns the "to" of every "upstream health changed" line
+// logged for route's upstream, in order.
+func (g *gateway) healthChanges(route, upstream string) ([]string, error) {
+	f, err := os.Open(g.log)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var to []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e logEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if e.Msg == "upstream health changed" && e.Route == route && e.Upstream == upstream {
+			to = append(to, e.To)
+		}
+	}
+	return to, sc.Err()
+}
