@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/gateway"
+	"github.com/snigate/snigate/internal/memregistry"
 	"github.com/snigate/snigate/internal/pki"
 )
 
@@ -34,7 +36,7 @@ type world struct {
 	edgeCert           tls.Certificate
 	gatewayCA          *x509.CertPool
 
-	registry *Registry
+	registry *memregistry.Registry
 	imageRef name.Reference
 	digest   v1.Hash
 
@@ -119,7 +121,7 @@ func (w *world) makePKI() (string, error) {
 }
 
 func (w *world) startRegistry() (string, error) {
-	r, err := StartRegistry(w.registryCert, w.edgeCA.Pool())
+	r, err := memregistry.StartRegistry(w.registryCert, w.edgeCA.Pool())
 	if err != nil {
 		return "", err
 	}
@@ -128,12 +130,12 @@ func (w *world) startRegistry() (string, error) {
 }
 
 // directTransport talks to the registry itself, as the bastion can.
-func (w *world) directTransport(withEdgeCert bool) *tlsTransport {
+func (w *world) directTransport(withEdgeCert bool) *http.Transport {
 	c := &tls.Config{RootCAs: w.registryCA.Pool(), MinVersion: tls.VersionTLS12}
 	if withEdgeCert {
 		c.Certificates = []tls.Certificate{w.edgeCert}
 	}
-	return newTLSTransport(c, func(ctx context.Context, _ string) (net.Conn, error) {
+	return memregistry.NewTransport(c, func(ctx context.Context, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", w.registry.Addr)
 	})
@@ -147,7 +149,7 @@ func (w *world) push(ctx context.Context) (string, error) {
 	w.imageRef = ref
 	t := w.directTransport(true)
 	defer t.CloseIdleConnections()
-	if w.digest, err = PushImage(ctx, ref, t); err != nil {
+	if w.digest, err = memregistry.PushImage(ctx, ref, t); err != nil {
 		return "", err
 	}
 	return ref.String() + " " + w.digest.String()[:19] + "…", nil
@@ -235,10 +237,10 @@ func (w *world) resolve(ctx context.Context) (string, error) {
 // nodeTransport is a node's view: it trusts only the gateway CA, has no
 // client certificate and no proxy, and finds the registry through DNS. The
 // gateway's port stands in for :443.
-func (w *world) nodeTransport() *tlsTransport {
+func (w *world) nodeTransport() *http.Transport {
 	_, port, _ := net.SplitHostPort(w.addrs.TLS[0].String())
 	c := &tls.Config{RootCAs: w.gatewayCA, MinVersion: tls.VersionTLS12}
-	return newTLSTransport(c, func(ctx context.Context, hostport string) (net.Conn, error) {
+	return memregistry.NewTransport(c, func(ctx context.Context, hostport string) (net.Conn, error) {
 		host, _, _ := net.SplitHostPort(hostport)
 		ip, err := w.lookup(ctx, host)
 		if err != nil {
@@ -252,7 +254,7 @@ func (w *world) nodeTransport() *tlsTransport {
 func (w *world) pullThroughGateway(ctx context.Context) (string, error) {
 	t := w.nodeTransport()
 	defer t.CloseIdleConnections()
-	got, err := PullImage(ctx, w.imageRef, t)
+	got, err := memregistry.PullImage(ctx, w.imageRef, t)
 	if err != nil {
 		return "", err
 	}
@@ -265,7 +267,7 @@ func (w *world) pullThroughGateway(ctx context.Context) (string, error) {
 func (w *world) pullDirect(ctx context.Context) (string, error) {
 	t := w.directTransport(false)
 	defer t.CloseIdleConnections()
-	_, err := PullImage(ctx, w.imageRef, t)
+	_, err := memregistry.PullImage(ctx, w.imageRef, t)
 	if err == nil {
 		return "", errors.New("the registry accepted a client without the edge certificate")
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,9 +49,10 @@ type Gateway struct {
 	registry *prometheus.Registry
 	metrics  *metrics
 
-	gen      atomic.Pointer[generation]
-	reloadMu sync.Mutex // one reload at a time
-	ready    atomic.Bool
+	gen       atomic.Pointer[generation]
+	reloadMu  sync.Mutex                        // one reload at a time
+	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
+	ready     atomic.Bool
 
 	sni   *sni.Server
 	dns   *dnsresponder.Server
@@ -61,11 +63,11 @@ type Gateway struct {
 // generation. It opens no listener and starts nothing. A configuration
 // error is a config.ErrorList.
 func New(opts Options) (*Gateway, error) {
-	cfg, err := config.Load(opts.ConfigFile)
+	g := &Gateway{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	cfg, err := g.load()
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
 	if g.log == nil {
 		g.log = slog.Default()
 	}

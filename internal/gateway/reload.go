@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"slices"
 	"time"
@@ -36,7 +37,7 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	old := g.gen.Load()
-	cfg, err := config.Load(g.opts.ConfigFile)
+	cfg, err := g.load()
 	if err == nil {
 		err = g.swap(ctx, old, cfg)
 	}
@@ -109,11 +110,22 @@ func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
 	}
 }
 
+// load reads and parses the configuration file, and records the hash of
+// what it read so that the file watcher does not reload it again.
+func (g *Gateway) load() (*config.Config, error) {
+	data, err := os.ReadFile(g.opts.ConfigFile)
+	if err != nil {
+		return nil, config.ErrorList{{File: g.opts.ConfigFile, Msg: fmt.Sprintf("cannot read the configuration file: %v", err)}}
+	}
+	sum := sha256.Sum256(data)
+	g.loadedSum.Store(&sum)
+	return config.Parse(g.opts.ConfigFile, data)
+}
+
 // watchConfig asks for a reload when the configuration file's content
 // changes and then stays the same for one poll interval. It follows
 // symlinks, so a Kubernetes ConfigMap's ..data swap is seen.
 func (g *Gateway) watchConfig(ctx context.Context, reloadc chan<- string) {
-	applied := fileSum(g.opts.ConfigFile)
 	var pending []byte
 	t := time.NewTicker(ConfigPollInterval)
 	defer t.Stop()
@@ -125,12 +137,12 @@ func (g *Gateway) watchConfig(ctx context.Context, reloadc chan<- string) {
 		}
 		sum := fileSum(g.opts.ConfigFile)
 		switch {
-		case sum == nil || bytes.Equal(sum, applied):
+		case sum == nil || bytes.Equal(sum, g.loadedSum.Load()[:]):
 			pending = nil
 		case !bytes.Equal(sum, pending):
 			pending = sum // changed: wait until it settles
 		default:
-			applied, pending = sum, nil
+			pending = nil
 			select {
 			case reloadc <- "configuration file changed":
 			case <-ctx.Done():

@@ -1,4 +1,7 @@
-package demo
+// Package memregistry is an in-memory OCI registry behind an mTLS-only TLS
+// server, with push and pull helpers: the private registry of snigate's
+// story, for the demo and tests.
+package memregistry
 
 import (
 	"context"
@@ -104,13 +107,10 @@ func PullImage(ctx context.Context, ref name.Reference, transport http.RoundTrip
 	return img.Digest()
 }
 
-// tlsTransport is an HTTP transport whose connections go where dial says.
-type tlsTransport = http.Transport
-
-// newTLSTransport is an HTTP transport with the given TLS client
+// NewTransport is an HTTP transport with the given TLS client
 // configuration whose dialer decides where each host:port goes: the demo's
 // stand-in for DNS pointing the registry name at the gateway.
-func newTLSTransport(tlsConf *tls.Config, dial func(ctx context.Context, hostport string) (net.Conn, error)) *http.Transport {
+func NewTransport(tlsConf *tls.Config, dial func(ctx context.Context, hostport string) (net.Conn, error)) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.TLSClientConfig = tlsConf
