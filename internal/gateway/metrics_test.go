@@ -116,12 +116,22 @@ func TestAdminAPIOverGateway(t *testing.T) {
 	if len(list) != 1 || list[0].Route != "registry" || list[0].Upstream != up.addr() || !list[0].Healthy {
 		t.Fatalf("/api/upstreams = %+v", list)
 	}
-	st, err := w.g.SetUpstreamState("registry", up.addr(), "maint")
-	if err != nil || st.State != "maint" {
-		t.Fatalf("SetUpstreamState = %+v, %v", st, err)
+	running, err := w.dialTLS("registry.test")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := w.dialTLS("registry.test"); err == nil {
-		t.Error("a connection was bridged to an upstream in maint")
+	defer running.Close()
+	echoRoundTrip(t, running, "before drain")
+	for _, state := range []upstream.State{upstream.StateDrain, upstream.StateMaint} {
+		st, err := w.g.SetUpstreamState("registry", up.addr(), state)
+		if err != nil || st.State != state || st.ActiveConnections != 1 {
+			t.Fatalf("SetUpstreamState(%s) = %+v, %v; want the state and 1 active connection", state, st, err)
+		}
+		if c, err := w.dialTLS("registry.test"); err == nil {
+			c.Close()
+			t.Errorf("a new connection was bridged to an upstream in %s", state)
+		}
+		echoRoundTrip(t, running, "the running transfer continues in "+string(state))
 	}
 	if _, err := w.g.SetUpstreamState("nosuch", up.addr(), "ready"); err == nil {
 		t.Error("unknown route accepted")
