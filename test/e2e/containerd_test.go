@@ -79,7 +79,7 @@ func (c *containerd) start(ns *netns, logDir string) error {
 		return err
 	}
 	c.proc = p
-	err = poll(pollTries*2, pollStep, func() error {
+	err = poll(startTries, pollStep, func() error {
 		if !p.running() {
 			return fmt.Errorf("%w: containerd exited: %v", errGaveUp, p.err)
 		}

@@ -23,9 +23,10 @@ var suite struct {
 	skipReason string
 	spawner    *spawner
 
-	once  sync.Once
-	world *world
-	err   error
+	once     sync.Once
+	world    *world
+	err      error
+	reported bool // the build error's logs were shown once already
 }
 
 func TestMain(m *testing.M) {
@@ -105,7 +106,11 @@ func getWorld(t *testing.T) *world {
 		suite.err = suite.world.build()
 	})
 	if suite.err != nil {
-		t.Fatalf("building the e2e world: %v\n%s", suite.err, suite.world.logTails())
+		logs := "(logs above, with the first test that failed)"
+		if !suite.reported {
+			logs, suite.reported = suite.world.logTails(), true
+		}
+		t.Fatalf("building the e2e world: %v\n%s", suite.err, logs)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

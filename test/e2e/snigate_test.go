@@ -175,7 +175,7 @@ func (g *gateway) start() error {
 		return err
 	}
 	g.proc = p
-	err = poll(pollTries*2, pollStep, func() error {
+	err = poll(startTries, pollStep, func() error {
 		if !p.running() {
 			return fmt.Errorf("%w: snigate exited: %v", errGaveUp, p.err)
 		}
@@ -223,7 +223,7 @@ func (g *gateway) upstreams() ([]upstreamStatus, error) {
 
 // waitAllHealthy waits until every upstream of every route is healthy.
 func (g *gateway) waitAllHealthy() error {
-	return poll(pollTries*2, pollStep, func() error {
+	return poll(startTries, pollStep, func() error {
 		st, err := g.upstreams()
 		if err != nil {
 			return err
@@ -264,27 +264,47 @@ type logEvent struct {
 	Route    string `json:"route"`
 	Upstream string `json:"upstream"`
 	To       string `json:"to"`
+	Listener string `json:"listener"`
+}
+
+// logEvents calls fn for each line of the gateway's JSON log.
+func (g *gateway) logEvents(fn func(logEvent)) error {
+	f, err := os.Open(g.log)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e logEvent
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			fn(e)
+		}
+	}
+	return sc.Err()
+}
+
+// connectionsOn counts the log lines about the listener on port.
+func (g *gateway) connectionsOn(port int) (int, error) {
+	n := 0
+	suffix := fmt.Sprintf(":%d", port)
+	err := g.logEvents(func(e logEvent) {
+		if strings.HasSuffix(e.Listener, suffix) {
+			n++
+		}
+	})
+	return n, err
 }
 
 // healthChanges returns the "to" of every "upstream health changed" line
 // logged for route's upstream, in order.
 func (g *gateway) healthChanges(route, upstream string) ([]string, error) {
-	f, err := os.Open(g.log)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var to []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var e logEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
-		}
+	err := g.logEvents(func(e logEvent) {
 		if e.Msg == "upstream health changed" && e.Route == route && e.Upstream == upstream {
 			to = append(to, e.To)
 		}
-	}
-	return to, sc.Err()
+	})
+	return to, err
 }

@@ -11,7 +11,10 @@ import (
 // wait for something observable to become true; none sleeps to synchronise.
 const (
 	pollStep  = 50 * time.Millisecond
-	pollTries = 100 // 5s
+	pollTries = 100 // 5s: a dial, a request
+	// startTries bounds a daemon's start (a loaded CI machine runs other
+	// packages' tests at the same time): 20s.
+	startTries = 400
 )
 
 // errGaveUp wraps a condition that can no longer become true (the process
@@ -37,7 +40,7 @@ func poll(tries int, step time.Duration, cond func() error) error {
 // waitTCP waits until addr accepts TCP connections inside ns, giving up if
 // p exits first.
 func waitTCP(ns *netns, addr string, p *proc) error {
-	return poll(pollTries, pollStep, func() error {
+	return poll(startTries, pollStep, func() error {
 		if p != nil && !p.running() {
 			return fmt.Errorf("%w: %s exited: %v", errGaveUp, p.name, p.err)
 		}

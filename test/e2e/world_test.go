@@ -331,11 +331,27 @@ func (w *world) teardown(failed bool) error {
 	return errors.Join(errs...)
 }
 
-// logTails returns the end of every process's log.
+// logTails returns the end of every process's log: most of the gateway's,
+// a little of the others' (the whole logs are in the kept directory).
 func (w *world) logTails() string {
 	var b strings.Builder
 	for _, p := range w.procs {
-		fmt.Fprintf(&b, "--- %s (%s, last 25 lines)\n%s\n", p.name, p.logPath, p.tail(25))
+		n := 10
+		if w.gw != nil && p == w.gw.proc {
+			n = 40
+		}
+		fmt.Fprintf(&b, "--- %s (%s, last %d lines)\n%s\n", p.name, p.logPath, n, clip(p.tail(n), 300))
 	}
 	return b.String()
+}
+
+// clip shortens each line of s to at most n bytes.
+func clip(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if len(l) > n {
+			lines[i] = l[:n] + " [...]"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
