@@ -149,9 +149,8 @@ type forwarder struct {
 func newForwarder(addr string, timeout time.Duration) *forwarder {
 	return &forwarder{
 		addr: addr,
-		// UDPSize sizes the read buffer for queries without EDNS, so an
-		// oversized reply is read whole rather than cut.
-		udp: &dns.Client{Net: "udp", Timeout: timeout, UDPSize: dns.MaxMsgSize},
+		// The read buffer is the query's EDNS size, else 512 bytes.
+		udp: &dns.Client{Net: "udp", Timeout: timeout},
 		tcp: &dns.Client{Net: "tcp", Timeout: timeout},
 	}
 }

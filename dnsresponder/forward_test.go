@@ -223,7 +223,8 @@ func TestForwarderStateLogged(t *testing.T) {
 func TestFailingForwarderTriedLast(t *testing.T) {
 	silentUp := newUpstream(t, silent)
 	good := newUpstream(t, answerA(forwardedA))
-	h, err := New(Config{Forward: []string{silentUp.addr, good.addr}, ForwardTimeout: 500 * time.Millisecond})
+	h, err := New(Config{Forward: []string{silentUp.addr, good.addr}, ForwardTimeout: 500 * time.Millisecond,
+		Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package dnsresponder
 
 import (
+	"bytes"
 	"net"
 	"testing"
 	"time"
@@ -34,11 +35,19 @@ func (r *recorder) WriteMsg(m *dns.Msg) error {
 	r.msgs, r.wire = append(r.msgs, m), append(r.wire, b)
 	return nil
 }
-func (r *recorder) Write(b []byte) (int, error) { r.wire = append(r.wire, b); return len(b), nil }
-func (r *recorder) Close() error                { return nil }
-func (r *recorder) TsigStatus() error           { return nil }
-func (r *recorder) TsigTimersOnly(bool)         {}
-func (r *recorder) Hijack()                     {}
+func (r *recorder) Write(b []byte) (int, error) {
+	m := new(dns.Msg)
+	if err := m.Unpack(b); err != nil {
+		r.errs = append(r.errs, err)
+		return 0, err
+	}
+	r.msgs, r.wire = append(r.msgs, m), append(r.wire, bytes.Clone(b))
+	return len(b), nil
+}
+func (r *recorder) Close() error        { return nil }
+func (r *recorder) TsigStatus() error   { return nil }
+func (r *recorder) TsigTimersOnly(bool) {}
+func (r *recorder) Hijack()             {}
 
 // echoForwarder stands in for the network: it answers with as many A
 // records as the first label of the name is long, so large replies and

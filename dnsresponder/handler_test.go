@@ -131,8 +131,10 @@ func TestResponderMetrics(t *testing.T) {
 			t.Errorf("snigate_dns_queries_total{qtype=%q,result=%q} = %v, want %v", w.qtype, w.result, got, w.n)
 		}
 	}
-	if n := seriesCount(m.duration); n != 3 {
-		t.Errorf("duration histogram has %d series, want 3 (answered, nodata, forwarded)", n)
+	for result, n := range map[string]uint64{ResultAnswered: 2, ResultNoData: 2, ResultForwarded: 1, ResultServFail: 0} {
+		if got := histogramCount(t, m, result); got != n {
+			t.Errorf("snigate_dns_query_duration_seconds_count{result=%q} = %d, want %d", result, got, n)
+		}
 	}
 }
 

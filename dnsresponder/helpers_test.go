@@ -285,12 +285,14 @@ func counterValue(t testing.TB, m *Metrics, qtype, result string) float64 {
 	return d.GetCounter().GetValue()
 }
 
-// seriesCount is how many series c holds.
-func seriesCount(c prometheus.Collector) int {
-	ch := make(chan prometheus.Metric, 100)
-	c.Collect(ch)
-	close(ch)
-	return len(ch)
+// histogramCount reads snigate_dns_query_duration_seconds_count{result}.
+func histogramCount(t testing.TB, m *Metrics, result string) uint64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.duration.WithLabelValues(result).(prometheus.Metric).Write(&d); err != nil {
+		t.Fatalf("read histogram: %v", err)
+	}
+	return d.GetHistogram().GetSampleCount()
 }
 
 func slogFor(h slog.Handler) *slog.Logger { return slog.New(h) }

@@ -1,6 +1,7 @@
 package dnsresponder
 
 import (
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -44,7 +45,17 @@ type Metrics struct {
 	duration         *prometheus.HistogramVec
 	upstreamUp       *prometheus.GaugeVec
 	upstreamRequests *prometheus.CounterVec
+
+	// Per-query lookups skip the vectors' label hashing (hot path).
+	counters  sync.Map                       // queryKey -> prometheus.Counter
+	durations map[string]prometheus.Observer // result -> histogram, read-only
 }
+
+type queryKey struct{ qtype, result string }
+
+// results are the values of the result label, for the durations map.
+var results = []string{ResultAnswered, ResultNoData, ResultForwarded, ResultRefused, ResultServFail,
+	ResultFormErr, ResultNotImp, ResultBadVers, ResultDropped}
 
 // NewMetrics creates the responder's series and registers them with reg
 // (nil: not registered, still usable). It panics if they are already
@@ -72,6 +83,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests)
 	}
+	m.durations = make(map[string]prometheus.Observer, len(results))
+	for _, r := range results {
+		m.durations[r] = m.duration.WithLabelValues(r)
+	}
 	return m
 }
 
@@ -80,10 +95,27 @@ func (m *Metrics) query(qtype, result string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.queries.WithLabelValues(qtype, result).Inc()
-	if d >= 0 {
-		m.duration.WithLabelValues(result).Observe(d.Seconds())
+	m.counter(qtype, result).Inc()
+	if d < 0 {
+		return
 	}
+	o, ok := m.durations[result]
+	if !ok {
+		o = m.duration.WithLabelValues(result)
+	}
+	o.Observe(d.Seconds())
+}
+
+// counter returns snigate_dns_queries_total{qtype,result}. The label
+// values are bounded (qtypeLabel), and so is the cache.
+func (m *Metrics) counter(qtype, result string) prometheus.Counter {
+	k := queryKey{qtype, result}
+	if c, ok := m.counters.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	c := m.queries.WithLabelValues(qtype, result)
+	m.counters.Store(k, c)
+	return c
 }
 
 func (m *Metrics) upstream(addr, result string) {

@@ -2,6 +2,7 @@ package dnsresponder
 
 import (
 	"net"
+	"sync"
 
 	"github.com/miekg/dns"
 )
@@ -17,12 +18,30 @@ const MaxUDPSize = 1232
 // client's UDP size when the client asked over UDP, whole over TCP.
 func (h *Handler) write(w dns.ResponseWriter, req, reply *dns.Msg) {
 	fitOPT(req, reply)
-	if !isTCP(w) {
+	if isTCP(w) {
+		reply.Compress = true
+	} else {
 		reply.Truncate(udpSize(req))
 	}
-	if err := w.WriteMsg(reply); err != nil {
+	if err := writePacked(w, reply); err != nil {
 		h.logger.Debug("dns: write reply", "client", clientAddr(w), "err", err)
 	}
+}
+
+// packBuffers hold replies being packed; most fit in MaxUDPSize.
+var packBuffers = sync.Pool{New: func() any { b := make([]byte, MaxUDPSize); return &b }}
+
+// writePacked packs m into a pooled buffer and writes it, as WriteMsg
+// would without the allocation (the responder never signs with TSIG).
+func writePacked(w dns.ResponseWriter, m *dns.Msg) error {
+	bp := packBuffers.Get().(*[]byte)
+	defer packBuffers.Put(bp)
+	b, err := m.PackBuffer(*bp)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // fitOPT gives reply exactly one OPT record, advertising MaxUDPSize, when
