@@ -192,5 +192,6 @@ type (
 	appsDaemonSet           = appsv1.DaemonSet
 	appsDeployment          = appsv1.Deployment
 	policyPDB               = policyv1.PodDisruptionBudget
+	coreConfigMap           = corev1.ConfigMap
 	networkingNetworkPolicy = networkingv1.NetworkPolicy
 )
