@@ -1,0 +1,181 @@
+// Command loadgen is snigate's side-by-side benchmark load generator (issue
+// 8). bench/run.sh drives it; by hand:
+//
+//	loadgen certs -dir DIR                 # CA, serve, upstream and client certificates
+//	loadgen upstream -pki DIR -splice ADDR -bridge ADDR
+//	loadgen run -pki DIR -out results.jsonl -upstream-pid PID \
+//	    -target name=haproxy,splice=ADDR,bridge=ADDR,pid=PID [-target ...]
+//	loadgen report -in results.jsonl -out results.md
+//
+// It imports only the standard library, so that it measures every proxy
+// with the same code.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: loadgen certs|upstream|run|report [flags]")
+		os.Exit(2)
+	}
+	cmds := map[string]func([]string) error{
+		"certs": cmdCerts, "upstream": cmdUpstream, "run": cmdRun, "report": cmdReport,
+	}
+	cmd, ok := cmds[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "loadgen: unknown command %q (want certs, upstream, run or report)\n", os.Args[1])
+		os.Exit(2)
+	}
+	if err := cmd(os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "loadgen %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func cmdCerts(args []string) error {
+	fs := flag.NewFlagSet("certs", flag.ExitOnError)
+	dir := fs.String("dir", "", "directory to write the certificates into (required)")
+	fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("-dir is required")
+	}
+	return writePKI(*dir)
+}
+
+func cmdUpstream(args []string) error {
+	fs := flag.NewFlagSet("upstream", flag.ExitOnError)
+	dir := fs.String("pki", "", "directory written by `loadgen certs` (required)")
+	spliceAt := fs.String("splice", "127.0.0.1:0", "address of the plain TCP upstream (splice routes)")
+	bridgeAt := fs.String("bridge", "127.0.0.1:0", "address of the mTLS upstream (bridge routes)")
+	fs.Parse(args)
+	p, err := loadPKI(*dir)
+	if err != nil {
+		return err
+	}
+	sl, err := net.Listen("tcp", *spliceAt)
+	if err != nil {
+		return err
+	}
+	bl, err := net.Listen("tcp", *bridgeAt)
+	if err != nil {
+		sl.Close()
+		return err
+	}
+	u := newUpstream(p)
+	fmt.Printf("upstream ready: splice %s bridge %s\n", sl.Addr(), bl.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go func() { <-ctx.Done(); sl.Close(); bl.Close() }()
+	errc := make(chan error, 2)
+	go func() { errc <- u.serve(sl, u.handleSplice) }()
+	go func() { errc <- u.serve(bl, u.handleBridge) }()
+	err = <-errc
+	if err2 := <-errc; err == nil {
+		err = err2
+	}
+	return err // connections still open die with the process
+}
+
+func cmdRun(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	r := &runner{log: os.Stdout}
+	dir := fs.String("pki", "", "directory written by `loadgen certs` (required)")
+	fs.Var((*targetList)(&r.targets), "target", "name=N,splice=ADDR,bridge=ADDR,pid=P[,direct=1][,pprof=ADDR] (repeat, in round order)")
+	fs.IntVar(&r.upstreamPID, "upstream-pid", 0, "PID of `loadgen upstream` (for its CPU share)")
+	fs.StringVar(&r.out, "out", "results.jsonl", "JSON-lines file the results are appended to")
+	fs.StringVar(&r.pprofDir, "pprof-dir", "", "save profiles of targets with pprof= here")
+	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-tput, bridge-full, bridge-resumed, bridge-tput, idle-mem, all")
+	fs.IntVar(&r.rounds, "rounds", 3, "rounds (each target once per round)")
+	fs.IntVar(&r.firstRound, "first-round", 1, "number of the first round (for runs split across restarts)")
+	fs.IntVar(&r.conc, "conc", 32, "concurrent connections in the rate and handshake scenarios")
+	fs.DurationVar(&r.rateTime, "rate-time", 5*time.Second, "duration of one splice rate measurement")
+	fs.DurationVar(&r.hsTime, "hs-time", 4*time.Second, "duration of one handshake measurement")
+	fs.DurationVar(&r.tputTime, "tput-time", 3*time.Second, "duration of one throughput measurement")
+	streams := fs.String("streams", "1,8", "stream counts of the throughput scenarios")
+	fs.IntVar(&r.idleConns, "idle-conns", 9000, "idle tunnels opened in the idle-mem scenario")
+	fs.DurationVar(&r.pause, "pause", 300*time.Millisecond, "pause between measurements")
+	fs.Parse(args)
+	if len(r.targets) == 0 {
+		return fmt.Errorf("no -target")
+	}
+	var err error
+	if r.streams, err = parseInts(*streams); err != nil {
+		return fmt.Errorf("-streams: %w", err)
+	}
+	r.scenarios = strings.Split(*scen, ",")
+	if r.pki, err = loadPKI(*dir); err != nil {
+		return err
+	}
+	hello, err := captureClientHello(spliceName)
+	if err != nil {
+		return err
+	}
+	r.msgs = newMessages(hello)
+	return r.run()
+}
+
+func cmdReport(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	in := fs.String("in", "", "comma-separated JSON-lines result files (required)")
+	out := fs.String("out", "", "markdown file to write (default: stdout only)")
+	header := fs.String("header", "", "markdown file to put first (machine, versions, settings)")
+	dns := fs.String("dns", "", "output of bench/dns/run.sh to include")
+	subject := fs.String("subject", "snigate", "the target the issue's targets apply to")
+	base := fs.String("base", "haproxy", "the target every ratio column is relative to")
+	refs := fs.String("refs", "haproxy,nginx", "targets whose best value is the subject's target")
+	threads := fs.String("threads", "snigate=2,haproxy=2,nginx=2,sniproxy=1", "worker threads per target (to tell a saturated proxy)")
+	fs.Parse(args)
+	results, err := readResults(strings.Split(*in, ","))
+	if err != nil {
+		return err
+	}
+	th, err := parseThreads(*threads)
+	if err != nil {
+		return err
+	}
+	rep := report{
+		sum:     summarize(results),
+		cmp:     comparison{subject: *subject, base: *base, refs: strings.Split(*refs, ",")},
+		threads: th,
+		cores:   runtime.NumCPU(),
+	}
+	if rep.header, err = readOptional(*header); err != nil {
+		return err
+	}
+	if rep.dns, err = readOptional(*dns); err != nil {
+		return err
+	}
+	return rep.write(*out)
+}
+
+func parseThreads(s string) (map[string]int, error) {
+	m := map[string]int{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		var n int
+		if _, err := fmt.Sscan(v, &n); !ok || err != nil {
+			return nil, fmt.Errorf("-threads: want name=N, got %q", kv)
+		}
+		m[k] = n
+	}
+	return m, nil
+}
+
+func readOptional(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	return string(b), err
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Idle-memory parameters.
+const (
+	idleOpeners  = 64              // concurrent connection openers
+	idleWarmup   = 200             // connections opened and closed before the baseline
+	idleSettle   = 2 * time.Second // wait before reading RSS (lazy frees, late accepts)
+	idleReleased = 15 * time.Second
+)
+
+// openIdle opens n spliced tunnels to addr, each verified end to end (the
+// upstream's one-byte answer came back), and leaves them idle. It returns
+// the open connections and the number that failed.
+func openIdle(addr string, m messages, n int) ([]net.Conn, int, error) {
+	var (
+		mu     sync.Mutex
+		conns  = make([]net.Conn, 0, n)
+		failed int
+		first  error
+		wg     sync.WaitGroup
+	)
+	jobs := make(chan struct{}, n)
+	for range n {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	for range idleOpeners {
+		wg.Go(func() {
+			for range jobs {
+				c, err := openOneIdle(addr, m)
+				mu.Lock()
+				if err != nil {
+					failed++
+					first = cmpOr(first, err)
+				} else {
+					conns = append(conns, c)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return conns, failed, first
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func openOneIdle(addr string, m messages) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", addr, opTimeout)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(2 * opTimeout))
+	var b [1]byte
+	if _, err := c.Write(m.idle); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.Read(b[:]); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+func closeAll(conns []net.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// memSample is the proxy's footprint at one moment.
+type memSample struct {
+	rssKiB int64
+	fds    fdCount
+}
+
+func sampleMem(pid int) memSample {
+	tree := processTree(pid)
+	return memSample{rssKiB: rssKiB(tree), fds: countFDs(tree)}
+}
+
+// waitReleased waits until the proxy's descriptors are back near base.
+func waitReleased(pid int, base fdCount) {
+	deadline := time.Now().Add(idleReleased)
+	for time.Now().Before(deadline) {
+		if sampleMem(pid).fds.Total <= base.Total+16 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// idleValues turns two samples around n open tunnels into per-tunnel figures.
+func idleValues(before, after memSample, n int) (map[string]float64, error) {
+	if n == 0 {
+		return nil, fmt.Errorf("no tunnel could be opened")
+	}
+	per := func(a, b int64) float64 { return float64(b-a) / float64(n) }
+	return map[string]float64{
+		"kib_conn":     per(before.rssKiB, after.rssKiB),
+		"fds_conn":     per(int64(before.fds.Total), int64(after.fds.Total)),
+		"sockets_conn": per(int64(before.fds.Sockets), int64(after.fds.Sockets)),
+		"pipes_conn":   per(int64(before.fds.Pipes), int64(after.fds.Pipes)),
+		"open":         float64(n),
+		"rss_mib":      float64(after.rssKiB) / 1024,
+	}, nil
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// row is one line of the results table: a value of a scenario.
+type row struct {
+	scenario, key, label string
+	higher               bool // higher is better
+	format               string
+	// limit, when > 0, is an absolute target for the subject (lower is better).
+	limit float64
+}
+
+// rowsFor returns the table rows for the scenarios present, in order.
+func rowsFor(scenarios []string) []row {
+	var rows []row
+	for _, sc := range scenarios {
+		switch {
+		case sc == "splice-rate":
+			rows = append(rows,
+				row{sc, "conn_s", "1 splice conn/s", true, "%.0f", 0},
+				row{sc, "p50_ms", "1 splice p50 ms", false, "%.2f", 0},
+				row{sc, "p99_ms", "1 splice p99 ms", false, "%.2f", 0})
+		case strings.HasPrefix(sc, "splice-tput-"):
+			rows = append(rows, row{sc, "gbit_s", "2 splice Gbit/s, " + streamsLabel(sc), true, "%.2f", 0})
+		case sc == "bridge-full" || sc == "bridge-resumed":
+			kind := strings.TrimPrefix(sc, "bridge-")
+			rows = append(rows,
+				row{sc, "hs_s", "3 bridge " + kind + " hs/s", true, "%.0f", 0},
+				row{sc, "p50_ms", "3 bridge " + kind + " p50 ms", false, "%.2f", 0},
+				row{sc, "p99_ms", "3 bridge " + kind + " p99 ms", false, "%.2f", 0})
+		case strings.HasPrefix(sc, "bridge-tput-"):
+			rows = append(rows, row{sc, "gbit_s", "4 bridge Gbit/s, " + streamsLabel(sc), true, "%.2f", 0})
+		case sc == "idle-mem":
+			rows = append(rows,
+				row{sc, "kib_conn", "5 KiB RSS / idle tunnel", false, "%.1f", 8},
+				row{sc, "fds_conn", "5 fds / idle tunnel", false, "%.2f", 2},
+				row{sc, "pipes_conn", "5 pipe fds / idle tunnel", false, "%.2f", 0})
+		}
+	}
+	return rows
+}
+
+func streamsLabel(sc string) string {
+	n := sc[strings.LastIndexByte(sc, '-')+1:]
+	if n == "1" {
+		return "1 stream"
+	}
+	return n + " streams"
+}
+
+// summary holds the medians over rounds of every (scenario, target, key).
+type summary struct {
+	scenarios, targets []string
+	med                map[[3]string]float64
+	cpu                map[[2]string]CPUShare
+	notes              map[[2]string]map[string]string
+	rounds             map[string]int
+}
+
+func summarize(results []Result) *summary {
+	s := &summary{med: map[[3]string]float64{}, cpu: map[[2]string]CPUShare{},
+		notes: map[[2]string]map[string]string{}, rounds: map[string]int{}}
+	vals := map[[3]string][]float64{}
+	cpus := map[[2]string][]CPUShare{}
+	for _, r := range results {
+		s.scenarios = appendNew(s.scenarios, r.Scenario)
+		s.targets = appendNew(s.targets, r.Target)
+		if r.Notes["error"] != "" {
+			s.note(r, "error", r.Notes["error"])
+			continue
+		}
+		for k, v := range r.Values {
+			vals[[3]string{r.Scenario, r.Target, k}] = append(vals[[3]string{r.Scenario, r.Target, k}], v)
+		}
+		cpus[[2]string{r.Scenario, r.Target}] = append(cpus[[2]string{r.Scenario, r.Target}], r.CPU)
+		for k, v := range r.Notes {
+			s.note(r, k, v)
+		}
+		s.rounds[r.Scenario] = max(s.rounds[r.Scenario], r.Round)
+	}
+	for k, v := range vals {
+		s.med[k] = median(v)
+	}
+	for k, v := range cpus {
+		s.cpu[k] = medianCPU(v)
+	}
+	return s
+}
+
+func (s *summary) note(r Result, k, v string) {
+	key := [2]string{r.Scenario, r.Target}
+	if s.notes[key] == nil {
+		s.notes[key] = map[string]string{}
+	}
+	s.notes[key][k] = v
+}
+
+func appendNew(list []string, v string) []string {
+	if slices.Contains(list, v) {
+		return list
+	}
+	return append(list, v)
+}
+
+func medianCPU(cs []CPUShare) CPUShare {
+	pick := func(f func(CPUShare) float64) float64 {
+		vs := make([]float64, len(cs))
+		for i, c := range cs {
+			vs[i] = f(c)
+		}
+		return median(vs)
+	}
+	return CPUShare{
+		Proxy:    pick(func(c CPUShare) float64 { return c.Proxy }),
+		Loadgen:  pick(func(c CPUShare) float64 { return c.Loadgen }),
+		Upstream: pick(func(c CPUShare) float64 { return c.Upstream }),
+		Other:    pick(func(c CPUShare) float64 { return c.Other }),
+		Machine:  pick(func(c CPUShare) float64 { return c.Machine }),
+	}
+}
+
+func (s *summary) value(sc, t, key string) (float64, bool) {
+	v, ok := s.med[[3]string{sc, t, key}]
+	return v, ok
+}
+
+// comparison names the subject and the reference proxies of the table.
+type comparison struct {
+	subject string   // snigate
+	base    string   // haproxy: every ratio column is to it
+	refs    []string // haproxy, nginx: the subject's target is the best of them
+}
+
+// best returns the best reference value for row rw.
+func (c comparison) best(s *summary, rw row) (float64, string, bool) {
+	bestV, bestT, found := 0.0, "", false
+	for _, t := range c.refs {
+		v, ok := s.value(rw.scenario, t, rw.key)
+		if !ok {
+			continue
+		}
+		if !found || (rw.higher && v > bestV) || (!rw.higher && v < bestV) {
+			bestV, bestT, found = v, t, true
+		}
+	}
+	return bestV, bestT, found
+}
+
+// verdict says whether the subject meets the issue's target for rw.
+func (c comparison) verdict(s *summary, rw row) string {
+	v, ok := s.value(rw.scenario, c.subject, rw.key)
+	if !ok {
+		return "n/a"
+	}
+	if rw.limit > 0 {
+		return yesNo(v <= rw.limit) + fmt.Sprintf(" (≤ %g)", rw.limit)
+	}
+	if rw.key == "pipes_conn" || rw.key == "p50_ms" {
+		return "—" // informative rows, no target of their own
+	}
+	b, _, ok := c.best(s, rw)
+	if !ok {
+		return "n/a"
+	}
+	if rw.higher {
+		return yesNo(v >= b)
+	}
+	return yesNo(v <= b)
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// writeTable writes the markdown table of medians, ratios and verdicts.
+func writeTable(w io.Writer, s *summary, c comparison) {
+	fmt.Fprintf(w, "| metric | %s | %s / best of %s | target met |\n", strings.Join(s.targets, " | "), c.subject, strings.Join(c.refs, ", "))
+	fmt.Fprintf(w, "|---|%s---|---|\n", strings.Repeat("--:|", len(s.targets)))
+	for _, rw := range rowsFor(s.scenarios) {
+		cells := []string{rw.label}
+		for _, t := range s.targets {
+			cells = append(cells, s.cell(rw, t, c.base))
+		}
+		b, bt, ok := c.best(s, rw)
+		v, vok := s.value(rw.scenario, c.subject, rw.key)
+		ratio := "n/a"
+		if ok && vok && b != 0 {
+			ratio = fmt.Sprintf("%.2f× (%s)", v/b, bt)
+		}
+		cells = append(cells, ratio, c.verdict(s, rw))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+// cell is a target's median with its ratio to the base target.
+func (s *summary) cell(rw row, t, base string) string {
+	v, ok := s.value(rw.scenario, t, rw.key)
+	if !ok {
+		if s.notes[[2]string{rw.scenario, t}]["error"] != "" {
+			return "failed"
+		}
+		return "—"
+	}
+	out := fmt.Sprintf(rw.format, v)
+	if b, ok := s.value(rw.scenario, base, rw.key); ok && b != 0 && t != base && !math.IsInf(v/b, 0) {
+		out += fmt.Sprintf(" (%.2f×)", v/b)
+	}
+	return out
+}
+
+// writeCPU writes, per scenario and target, the median CPU of each party
+// (percent of one core) and what most likely bounded the number.
+func writeCPU(w io.Writer, s *summary, threads map[string]int, cores int) {
+	fmt.Fprintln(w, "| scenario | target | proxy % | loadgen % | upstream % | other % | machine busy % | bound by |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|---|")
+	for _, sc := range s.scenarios {
+		for _, t := range s.targets {
+			c, ok := s.cpu[[2]string{sc, t}]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", sc, t,
+				c.Proxy, c.Loadgen, c.Upstream, c.Other, c.Machine, boundBy(sc, c, threads[t], cores))
+		}
+	}
+}
+
+// boundBy guesses the limit of a measurement from where the CPU went.
+func boundBy(sc string, c CPUShare, threads, cores int) string {
+	switch {
+	case sc == "idle-mem":
+		return "— (memory)"
+	case threads > 0 && c.Proxy >= 0.9*float64(threads)*100:
+		return fmt.Sprintf("proxy CPU (%d thread(s) saturated)", threads)
+	case c.Machine >= 90:
+		parts := map[string]float64{"proxy": c.Proxy, "loadgen": c.Loadgen, "upstream": c.Upstream, "other work": c.Other}
+		top := ""
+		for k, v := range parts {
+			if top == "" || v > parts[top] {
+				top = k
+			}
+		}
+		return fmt.Sprintf("machine CPU (%d cores busy; largest share: %s)", cores, top)
+	default:
+		return "not CPU (latency: kernel, scheduling, round trips)"
+	}
+}
+
+// writeNotes lists the per-target notes (negotiated group, errors).
+func writeNotes(w io.Writer, s *summary) {
+	for _, sc := range s.scenarios {
+		for _, t := range s.targets {
+			n := s.notes[[2]string{sc, t}]
+			if len(n) == 0 {
+				continue
+			}
+			keys := make([]string, 0, len(n))
+			for k := range n {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			var parts []string
+			for _, k := range keys {
+				parts = append(parts, fmt.Sprintf("%s: %s", k, n[k]))
+			}
+			fmt.Fprintf(w, "- %s / %s: %s\n", sc, t, strings.Join(parts, "; "))
+		}
+	}
+}
+
+// writeExtra lists the secondary values (resumption share, allocations,
+// goroutines per tunnel, sockets/pipes) per scenario and target.
+func writeExtra(w io.Writer, s *summary) {
+	keys := []string{"resumed_frac", "errors", "failed", "open", "rss_mib", "sockets_conn",
+		"goroutines_conn", "heap_kib_conn", "stack_kib_conn", "allocs_conn", "alloc_kib_conn"}
+	for _, sc := range s.scenarios {
+		for _, t := range s.targets {
+			var parts []string
+			for _, k := range keys {
+				if v, ok := s.value(sc, t, k); ok {
+					parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', 4, 64))
+				}
+			}
+			if len(parts) > 0 {
+				fmt.Fprintf(w, "- %s / %s: %s\n", sc, t, strings.Join(parts, " "))
+			}
+		}
+	}
+}
+
+var dnsMedian = regexp.MustCompile(`median queries/s: snigate ([0-9.]+), dnsmasq ([0-9.]+), ratio snigate/dnsmasq ([0-9.]+)`)
+
+// dnsRow turns bench/dns/run.sh's summary line into a table row.
+func dnsRow(out string) (string, bool) {
+	m := dnsMedian.FindStringSubmatch(out)
+	if m == nil {
+		return "", false
+	}
+	r, _ := strconv.ParseFloat(m[3], 64)
+	return fmt.Sprintf("| 6 DNS queries/s | snigate %s | dnsmasq %s | %s× | %s |", m[1], m[2], m[3], yesNo(r >= 1)), true
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// runner runs the chosen scenarios against every target in interleaved
+// rounds and appends each Result to a JSON-lines file.
+type runner struct {
+	pki         *pki
+	msgs        messages
+	targets     []target
+	upstreamPID int
+	out         string // JSON-lines file
+	pprofDir    string
+	scenarios   []string
+	rounds      int
+	firstRound  int
+	conc        int
+	rateTime    time.Duration
+	hsTime      time.Duration
+	tputTime    time.Duration
+	streams     []int
+	idleConns   int
+	pause       time.Duration
+	log         io.Writer
+}
+
+func (r *runner) newResult(scenario string, t target, round int) Result {
+	return Result{Scenario: scenario, Target: t.Name, Round: round,
+		Values: map[string]float64{}, Notes: map[string]string{}}
+}
+
+// run measures each chosen scenario in rounds; within a round every target
+// is measured once, in the order given (A B C D A B C D ...).
+func (r *runner) run() error {
+	for _, sc := range r.scenarioList() {
+		if !r.chosen(sc.name) {
+			continue
+		}
+		if sc.warm {
+			r.warmUp(sc)
+		}
+		for round := r.firstRound; round < r.firstRound+r.rounds; round++ {
+			for _, t := range r.targets {
+				if sc.addr(t) == "" {
+					continue
+				}
+				if err := r.measureOne(sc, t, round); err != nil {
+					return err
+				}
+				time.Sleep(r.pause)
+			}
+		}
+	}
+	return nil
+}
+
+// chosen reports whether scenario name was asked for; "splice-tput" picks
+// every splice-tput-N.
+func (r *runner) chosen(name string) bool {
+	return slices.ContainsFunc(r.scenarios, func(s string) bool {
+		return s == "all" || s == name || strings.HasPrefix(name, s+"-")
+	})
+}
+
+// warmUp runs each target briefly so that first-round costs (heap growth,
+// thread pools, page faults) do not land in round 1.
+func (r *runner) warmUp(sc scenario) {
+	saved := []time.Duration{r.rateTime, r.hsTime}
+	r.rateTime, r.hsTime = time.Second/2, time.Second/2
+	dir := r.pprofDir
+	r.pprofDir = ""
+	for _, t := range r.targets {
+		if sc.addr(t) != "" {
+			sc.measure(r, t, 0)
+		}
+	}
+	r.rateTime, r.hsTime, r.pprofDir = saved[0], saved[1], dir
+}
+
+func (r *runner) measureOne(sc scenario, t target, round int) error {
+	res, err := sc.measure(r, t, round)
+	if err != nil {
+		res.Notes["error"] = err.Error()
+		fmt.Fprintf(r.log, "round %d %-15s %-9s FAILED: %v\n", round, sc.name, t.Name, err)
+	} else {
+		fmt.Fprintf(r.log, "round %d %-15s %-9s %s | cpu %s\n", round, sc.name, t.Name, formatValues(res.Values), formatCPU(res.CPU))
+	}
+	return appendResult(r.out, res)
+}
+
+func formatValues(v map[string]float64) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%.4g ", k, v[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func formatCPU(c CPUShare) string {
+	return fmt.Sprintf("proxy %.0f%% loadgen %.0f%% upstream %.0f%% other %.0f%%", c.Proxy, c.Loadgen, c.Upstream, c.Other)
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n <= 0 {
+			return nil, fmt.Errorf("want a comma-separated list of positive integers, got %q", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# bench/run.sh — snigate side by side with HAProxy, nginx (stream) and
+# sniproxy on loopback, plus a direct no-proxy baseline (issue 8). `make
+# bench` runs it. It builds snigate and bench/loadgen, writes every
+# configuration into a temporary directory, starts each proxy itself (and
+# kills each by PID on exit), and runs every scenario against every target
+# in interleaved rounds (A B C D A B C D ...). It prints medians and ratios
+# to HAProxy and writes bench/out/results-DATE.md.
+#
+#   bench/run.sh                                  # the full run, ~10 minutes
+#   ROUNDS=1 RATE_TIME=2s bench/run.sh            # a quick look
+#   SCENARIOS=splice-rate,idle-mem TARGETS=snigate,haproxy bench/run.sh
+#   PROFILE=1 bench/run.sh                        # snigate via bench/snigate-pprof:
+#                                                 #   CPU, alloc, heap, goroutine profiles
+#
+# Scenarios (loadgen names): splice-rate, splice-tput (1 and 8 streams),
+# bridge-full, bridge-resumed, bridge-tput, idle-mem; then bench/dns/run.sh
+# when it exists (DNS=0 skips it). Targets: direct snigate haproxy nginx
+# sniproxy (sniproxy: splice only; direct: no idle-mem).
+#
+# Fair settings: 2 worker threads or processes for every proxy (sniproxy is
+# single-threaded), HAProxy splices (option splice-auto), nginx routes with
+# ssl_preread, logging off or at warning level (snigate logs one line per
+# connection at info, so it runs with --log-level warn).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+RATE_TIME=${RATE_TIME:-5s}     # one splice connection-rate measurement
+HS_TIME=${HS_TIME:-4s}         # one bridge handshake measurement
+TPUT_TIME=${TPUT_TIME:-3s}     # one throughput measurement
+CONC=${CONC:-32}               # concurrent connections (rate and handshakes)
+STREAMS=${STREAMS:-1,8}        # throughput stream counts
+IDLE_CONNS=${IDLE_CONNS:-9000} # idle tunnels (bounded by the fd hard limit, see below)
+SCENARIOS=${SCENARIOS:-all}
+TARGETS=${TARGETS:-direct,snigate,haproxy,nginx,sniproxy}
+BASE_PORT=${BASE_PORT:-19400}
+PROFILE=${PROFILE:-0}
+DNS=${DNS:-1}
+HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
+NGINX=${NGINX:-/usr/sbin/nginx}
+NGINX_STREAM=${NGINX_STREAM:-/usr/lib/nginx/modules/ngx_stream_module.so}
+SNIPROXY=${SNIPROXY:-/usr/sbin/sniproxy}
+
+# Each proxy holds two sockets per tunnel: 10,000 idle tunnels need 20,000+
+# descriptors in one process. Raise the limit as far as the hard limit allows.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+FD_LIMIT=$(ulimit -n)
+
+stamp=$(date -u +%Y%m%d-%H%M%S)
+out_dir=bench/out
+mkdir -p "$out_dir"
+work=$(mktemp -d /tmp/snigate-bench.XXXXXX)
+results="$work/results.jsonl"
+prof_dir="$out_dir/profile-$stamp"
+declare -A pid=()
+upstream_pid=
+
+log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
+
+stop_pid() { # stop_pid PID: TERM, then KILL after 5s
+	local p=$1
+	kill "$p" 2>/dev/null || return 0
+	for _ in $(seq 50); do
+		kill -0 "$p" 2>/dev/null || { wait "$p" 2>/dev/null || true; return 0; }
+		sleep 0.1
+	done
+	kill -KILL "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+}
+
+stop_proxies() {
+	local name
+	for name in "${!pid[@]}"; do
+		stop_pid "${pid[$name]}"
+		unset "pid[$name]"
+	done
+}
+
+cleanup() {
+	stop_proxies
+	[ -n "$upstream_pid" ] && stop_pid "$upstream_pid"
+	mkdir -p "$out_dir/logs-$stamp"
+	cp "$work"/*.log "$out_dir/logs-$stamp/" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+wanted() { [[ ",$TARGETS," == *",$1,"* ]]; }
+
+need() {
+	local tool
+	for tool in "$@"; do
+		[ -e "$tool" ] || command -v "$tool" >/dev/null || { echo "run.sh: $tool not found" >&2; exit 1; }
+	done
+}
+
+# wait_listen PORT NAME: until something listens on 127.0.0.1:PORT (10s).
+wait_listen() {
+	for _ in $(seq 100); do
+		[ -n "$(ss -Htln "( sport = :$1 )")" ] && return 0
+		sleep 0.1
+	done
+	echo "run.sh: $2 is not listening on port $1; its log:" >&2
+	cat "$work/$2.log" >&2 || true
+	exit 1
+}
+
+port_free() {
+	if [ -n "$(ss -Htln "( sport = :$1 )")" ]; then
+		echo "run.sh: port $1 is in use; set BASE_PORT to a free range" >&2
+		exit 1
+	fi
+}
+
+p_up_splice=$((BASE_PORT + 1)) p_up_bridge=$((BASE_PORT + 2))
+p_snigate=$((BASE_PORT + 10)) p_pprof=$((BASE_PORT + 11))
+p_haproxy=$((BASE_PORT + 20)) p_haproxy_bridge=$((BASE_PORT + 21))
+p_nginx=$((BASE_PORT + 30)) p_nginx_bridge=$((BASE_PORT + 31))
+p_sniproxy=$((BASE_PORT + 40))
+
+# --- build -------------------------------------------------------------------
+
+need go ss
+wanted haproxy && need "$HAPROXY"
+wanted nginx && need "$NGINX" "$NGINX_STREAM"
+wanted sniproxy && need "$SNIPROXY"
+for p in $p_up_splice $p_up_bridge $p_snigate $p_pprof $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
+	port_free "$p"
+done
+
+log "building snigate and bench/loadgen into $work"
+CGO_ENABLED=0 go build -o "$work/snigate" ./cmd/snigate
+go build -o "$work/loadgen" ./bench/loadgen
+if [ "$PROFILE" = 1 ]; then
+	go build -o "$work/snigate-pprof" ./bench/snigate-pprof
+	mkdir -p "$prof_dir"
+fi
+"$work/loadgen" certs -dir "$work"
+pki=$work
+
+# --- configurations ------------------------------------------------------------
+
+cat >"$work/snigate.yaml" <<EOF
+listen:
+  tls: ["127.0.0.1:$p_snigate"]
+timeouts:
+  client_hello: 5s
+  connect: 5s
+  idle: 1h
+  drain: 1s
+max_connections: 10000
+routes:
+  - name: splice
+    sni: ["bench.example.test"]
+    mode: splice
+    upstreams: ["127.0.0.1:$p_up_splice"]
+    health: {check: tcp, interval: 30s}
+  - name: bridge
+    sni: ["bridge.bench.test"]
+    mode: bridge
+    upstreams: ["127.0.0.1:$p_up_bridge"]
+    health: {check: tls, interval: 30s}
+    serve: {cert: $pki/serve.crt, key: $pki/serve.key}
+    upstream_tls:
+      cert: $pki/client.crt
+      key: $pki/client.key
+      ca: $pki/ca.crt
+      server_name: upstream.bench.test
+EOF
+
+# HAProxy: 2 threads, splice both ways when it pays (splice-auto), no log
+# section (nothing logged). HAProxy refuses to start when maxconn's sockets
+# plus its splice pipes (maxpipes, default maxconn/4 pairs) exceed the
+# descriptor limit: cap the pipes (only busy tunnels hold one) and size
+# maxconn from what is left.
+haproxy_maxpipes=256
+haproxy_maxconn=$(((FD_LIMIT - 200 - 2 * haproxy_maxpipes) / 2))
+cat >"$work/haproxy.cfg" <<EOF
+global
+    nbthread 2
+    maxconn $haproxy_maxconn
+    maxpipes $haproxy_maxpipes
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+    option splice-auto
+frontend splice
+    bind 127.0.0.1:$p_haproxy
+    tcp-request inspect-delay 5s
+    tcp-request content accept if { req_ssl_hello_type 1 }
+    use_backend up_splice if { req_ssl_sni -i bench.example.test }
+backend up_splice
+    server s1 127.0.0.1:$p_up_splice
+frontend bridge
+    bind 127.0.0.1:$p_haproxy_bridge ssl crt $pki/serve.pem
+    default_backend up_bridge
+backend up_bridge
+    server b1 127.0.0.1:$p_up_bridge ssl crt $pki/client.pem ca-file $pki/ca.crt verify required sni str(upstream.bench.test) verifyhost upstream.bench.test
+EOF
+
+# nginx: 2 worker processes (reuseport spreads accepts over both), stream
+# module; ssl_preread routes by SNI; bridge = stream TLS termination +
+# proxy_ssl with the client certificate and upstream session reuse.
+mkdir -p "$work/nginx"
+cat >"$work/nginx.conf" <<EOF
+load_module $NGINX_STREAM;
+user root;
+worker_processes 2;
+worker_rlimit_nofile $FD_LIMIT;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx.log error;
+events { worker_connections $((FD_LIMIT - 100)); }
+stream {
+    map \$ssl_preread_server_name \$splice_upstream {
+        bench.example.test 127.0.0.1:$p_up_splice;
+        default            127.0.0.1:9;
+    }
+    server {
+        listen 127.0.0.1:$p_nginx reuseport;
+        ssl_preread on;
+        preread_timeout 5s;
+        proxy_pass \$splice_upstream;
+        proxy_connect_timeout 5s;
+        proxy_timeout 1h;
+    }
+    server {
+        listen 127.0.0.1:$p_nginx_bridge ssl reuseport;
+        ssl_certificate     $pki/serve.crt;
+        ssl_certificate_key $pki/serve.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache shared:bench:10m;
+        ssl_session_tickets on;
+        proxy_pass 127.0.0.1:$p_up_bridge;
+        proxy_connect_timeout 5s;
+        proxy_timeout 1h;
+        proxy_ssl on;
+        proxy_ssl_certificate     $pki/client.crt;
+        proxy_ssl_certificate_key $pki/client.key;
+        proxy_ssl_trusted_certificate $pki/ca.crt;
+        proxy_ssl_verify on;
+        proxy_ssl_name upstream.bench.test;
+        proxy_ssl_server_name on;
+        proxy_ssl_session_reuse on;
+    }
+}
+EOF
+
+# sniproxy: single process, one event loop; a table with the one name; no
+# access log.
+cat >"$work/sniproxy.conf" <<EOF
+user root
+pidfile $work/sniproxy.pid
+error_log {
+    filename /dev/null
+    priority emergency
+}
+listener 127.0.0.1:$p_sniproxy {
+    protocol tls
+    table bench
+}
+table bench {
+    ^bench\\.example\\.test\$ 127.0.0.1:$p_up_splice
+}
+EOF
+
+# --- processes -----------------------------------------------------------------
+
+start_upstream() {
+	"$work/loadgen" upstream -pki "$pki" -splice "127.0.0.1:$p_up_splice" -bridge "127.0.0.1:$p_up_bridge" \
+		>"$work/upstream.log" 2>&1 &
+	upstream_pid=$!
+	wait_listen "$p_up_splice" upstream
+	wait_listen "$p_up_bridge" upstream
+}
+
+start_proxies() {
+	if wanted snigate; then
+		if [ "$PROFILE" = 1 ]; then
+			GOMAXPROCS=2 "$work/snigate-pprof" -c "$work/snigate.yaml" -pprof "127.0.0.1:$p_pprof" \
+				-log-level warn >>"$work/snigate.log" 2>&1 &
+		else
+			GOMAXPROCS=2 "$work/snigate" run -c "$work/snigate.yaml" --log-level warn >>"$work/snigate.log" 2>&1 &
+		fi
+		pid[snigate]=$!
+		wait_listen "$p_snigate" snigate
+	fi
+	if wanted haproxy; then
+		"$HAPROXY" -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
+		pid[haproxy]=$!
+		wait_listen "$p_haproxy_bridge" haproxy
+	fi
+	if wanted nginx; then
+		"$NGINX" -c "$work/nginx.conf" -p "$work/nginx" -e "$work/nginx.log" -g 'daemon off;' >>"$work/nginx.log" 2>&1 &
+		pid[nginx]=$!
+		wait_listen "$p_nginx_bridge" nginx
+	fi
+	if wanted sniproxy; then
+		"$SNIPROXY" -f -c "$work/sniproxy.conf" >>"$work/sniproxy.log" 2>&1 &
+		pid[sniproxy]=$!
+		wait_listen "$p_sniproxy" sniproxy
+	fi
+}
+
+# target_flags: the loadgen -target flags, in round order.
+target_flags() {
+	local flags=()
+	wanted direct && flags+=(-target "name=direct,splice=127.0.0.1:$p_up_splice,bridge=127.0.0.1:$p_up_bridge,direct=1")
+	if wanted snigate; then
+		local extra=
+		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof"
+		flags+=(-target "name=snigate,splice=127.0.0.1:$p_snigate,bridge=127.0.0.1:$p_snigate,pid=${pid[snigate]}$extra")
+	fi
+	wanted haproxy && flags+=(-target "name=haproxy,splice=127.0.0.1:$p_haproxy,bridge=127.0.0.1:$p_haproxy_bridge,pid=${pid[haproxy]}")
+	wanted nginx && flags+=(-target "name=nginx,splice=127.0.0.1:$p_nginx,bridge=127.0.0.1:$p_nginx_bridge,pid=${pid[nginx]}")
+	wanted sniproxy && flags+=(-target "name=sniproxy,splice=127.0.0.1:$p_sniproxy,pid=${pid[sniproxy]}")
+	printf '%s\n' "${flags[@]}"
+}
+
+loadgen_run() { # loadgen_run SCENARIOS ROUNDS FIRST_ROUND
+	local flags
+	mapfile -t flags < <(target_flags)
+	[ "$PROFILE" = 1 ] && flags+=(-pprof-dir "$prof_dir")
+	"$work/loadgen" run -pki "$pki" -out "$results" -upstream-pid "$upstream_pid" \
+		-scenarios "$1" -rounds "$2" -first-round "$3" -conc "$CONC" \
+		-rate-time "$RATE_TIME" -hs-time "$HS_TIME" -tput-time "$TPUT_TIME" \
+		-streams "$STREAMS" -idle-conns "$IDLE_CONNS" "${flags[@]}"
+}
+
+# Everything but idle-mem, or the scenarios asked for.
+main_scenarios() {
+	local s out=()
+	IFS=, read -ra list <<<"$SCENARIOS"
+	for s in "${list[@]}"; do
+		if [ "$s" = all ]; then
+			out+=(splice-rate splice-tput bridge-full bridge-resumed bridge-tput)
+		elif [ "$s" != idle-mem ]; then
+			out+=("$s")
+		fi
+	done
+	local IFS=,
+	echo "${out[*]}"
+}
+
+wants_idle() { [[ ",$SCENARIOS," == *",idle-mem,"* || ",$SCENARIOS," == *",all,"* ]]; }
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+start_upstream
+
+# Scenarios 1-4 on freshly started proxies, rounds interleaved.
+main=$(main_scenarios)
+if [ -n "$main" ]; then
+	start_proxies
+	log "scenarios $main: $ROUNDS rounds over targets $TARGETS"
+	loadgen_run "$main" "$ROUNDS" 1
+	stop_proxies
+fi
+
+# Scenario 5: each round on freshly started proxies, so that memory freed
+# by earlier connections (allocator caches, Go's heap) does not hide the
+# cost of new ones.
+if wants_idle; then
+	for r in $(seq "$ROUNDS"); do
+		start_proxies
+		log "idle-mem round $r: $IDLE_CONNS idle tunnels per proxy (fd limit $FD_LIMIT)"
+		loadgen_run idle-mem 1 "$r"
+		stop_proxies
+	done
+fi
+
+# Scenario 6: DNS, owned by bench/dns/run.sh.
+: >"$work/dns.txt"
+if [ "$DNS" = 1 ] && [ -x bench/dns/run.sh ] && [[ ",$SCENARIOS," == *",all,"* || ",$SCENARIOS," == *",dns,"* ]]; then
+	log "DNS: bench/dns/run.sh"
+	bench/dns/run.sh 2>&1 | tee "$work/dns.txt" || echo "bench/dns/run.sh failed (exit $?)" >>"$work/dns.txt"
+fi
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- report --------------------------------------------------------------------
+
+version_of() { "$@" 2>&1 | head -1; }
+{
+	echo "# snigate side-by-side benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo
+	echo "## Machine"
+	echo
+	echo "- $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
+	echo "- load average at start $load_start, at end $load_end (the machine is shared: prefer the ratios)"
+	echo "- descriptor limit per process: $FD_LIMIT (hard limit $(ulimit -Hn))"
+	echo "- $(version_of "$HAPROXY" -v); $(version_of "$NGINX" -v); $(version_of "$SNIPROXY" -V); $(go version); snigate $(git rev-parse --short HEAD)$(git diff --quiet -- sni internal cmd upstream || echo '+dirty')"
+	echo
+	echo "## Settings"
+	echo
+	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME, handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
+	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)')"
+	echo "- HAProxy: nbthread 2, option splice-auto (maxpipes 256), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
+	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass; bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
+	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
+	echo "- splice scenarios send a ClientHello captured from this Go version's crypto/tls (X25519MLKEM768 + X25519 key shares) followed by a command; bridge scenarios run crypto/tls clients (ECDSA P-256 certificates, TLS 1.3)"
+} >"$work/header.md"
+
+report="$out_dir/results-$stamp.md"
+"$work/loadgen" report -in "$results" -header "$work/header.md" -dns "$work/dns.txt" -out "$report"
+{
+	echo
+	echo "## Configurations"
+	for f in snigate.yaml haproxy.cfg nginx.conf sniproxy.conf; do
+		printf '\n### %s\n\n```\n' "$f"
+		sed "s#$work#\$WORK#g" "$work/$f"
+		printf '```\n'
+	done
+} >>"$report"
+cp "$results" "$out_dir/results-$stamp.jsonl"
+log "wrote $report"
+[ "$PROFILE" = 1 ] && log "profiles in $prof_dir"
+exit 0
