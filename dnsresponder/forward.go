@@ -50,6 +50,7 @@ func newForwarders(addrs []string, timeout, budget time.Duration, logger *slog.L
 	if budget == 0 {
 		budget = DefaultForwardBudget
 	}
+	timeout = min(timeout, budget)
 	fs := &forwarders{timeout: timeout, budget: budget, now: time.Now, logger: logger, m: m}
 	for _, addr := range addrs {
 		fs.list = append(fs.list, newForwarder(addr, timeout))
@@ -96,10 +97,14 @@ func (fs *forwarders) try(ctx context.Context, f *forwarder, q *dns.Msg, clientT
 	if ctx.Err() != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, fs.timeout)
+	// A forwarder cut short by the query's budget does not get its own
+	// timeout: its failure is counted, but does not make it failing.
+	deadline, _ := ctx.Deadline()
+	fair := time.Until(deadline) >= fs.timeout
+	actx, cancel := context.WithTimeout(ctx, fs.timeout)
 	defer cancel()
-	r, err := f.exchange(ctx, q, clientTCP)
-	fs.record(f, r, err)
+	r, err := f.exchange(actx, q, clientTCP)
+	fs.record(f, r, err, fair)
 	if err != nil || r.Rcode == dns.RcodeServerFailure {
 		return nil
 	}
@@ -108,11 +113,11 @@ func (fs *forwarders) try(ctx context.Context, f *forwarder, q *dns.Msg, clientT
 
 // record counts the outcome of one exchange and logs a change of state.
 // A SERVFAIL fails over but leaves the forwarder healthy: it answered.
-func (fs *forwarders) record(f *forwarder, r *dns.Msg, err error) {
+func (fs *forwarders) record(f *forwarder, r *dns.Msg, err error, fair bool) {
 	switch {
 	case err != nil:
 		fs.m.upstream(f.addr, errorResult(err))
-		if f.markFailing(fs.now()) {
+		if fair && f.markFailing(fs.now()) {
 			fs.m.setUpstreamUp(f.addr, false)
 			fs.logger.Info("dns: forwarder failing, trying the next one first",
 				"upstream", f.addr, "result", errorResult(err), "err", err)

@@ -284,3 +284,25 @@ func TestMatchReply(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetCutIsNotFailing: a forwarder that the query's budget cut short
+// (before its own timeout) is not declared failing: it was not given its
+// chance. The first forwarder gets its whole timeout and is.
+func TestBudgetCutIsNotFailing(t *testing.T) {
+	first, second := newUpstream(t, silent), newUpstream(t, silent)
+	logs := &logRecorder{}
+	m := NewMetrics(prometheus.NewPedanticRegistry())
+	w := newWorld(t, Config{Forward: []string{first.addr, second.addr}, ForwardTimeout: 150 * time.Millisecond,
+		ForwardBudget: 200 * time.Millisecond, Logger: slogFor(logs), Metrics: m}, "")
+	if r := query(t, "udp", w.addr, "example.org.", dns.TypeA, 0); r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+	if n := logs.count("forwarder failing"); n != 1 {
+		t.Errorf("%d 'failing' lines, want 1 (the first forwarder)", n)
+	}
+	for addr, want := range map[string]float64{first.addr: 0, second.addr: 1} {
+		if got := gaugeValue(t, m, addr); got != want {
+			t.Errorf("snigate_dns_upstream_up{upstream=%q} = %v, want %v", addr, got, want)
+		}
+	}
+}

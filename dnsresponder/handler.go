@@ -28,7 +28,7 @@ type Config struct {
 	// order. Empty: other names get REFUSED.
 	Forward []string
 	// ForwardTimeout bounds one exchange with one forwarder (including a
-	// TCP retry). Zero: DefaultForwardTimeout.
+	// TCP retry); it is at most ForwardBudget. Zero: DefaultForwardTimeout.
 	ForwardTimeout time.Duration
 	// ForwardBudget bounds the time spent on one query across all
 	// forwarders; when it runs out the client gets SERVFAIL. Zero:

@@ -1,0 +1,65 @@
+package dnsresponder_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/sni"
+)
+
+// Example_server shows the lifecycle: build a Handler from the routed
+// names, serve it on sockets the caller opened, swap it on reload, shut
+// down.
+func Example_server() {
+	var names sni.NameTable[struct{}]
+	names.Add("registry.example.com", struct{}{})
+	names.Add("*.registry.example.com", struct{}{})
+	logger := slog.New(slog.DiscardHandler)
+	h, err := dnsresponder.New(dnsresponder.Config{
+		Names:  &names,
+		Answer: []netip.Addr{netip.MustParseAddr("192.0.2.10")},
+		TTL:    30 * time.Second,
+		Logger: logger,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := dnsresponder.NewServer(h, logger)
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeUDP(pc) }()
+
+	ask := func(name string, qtype uint16) {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		r, err := dns.Exchange(m, pc.LocalAddr().String())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(dns.RcodeToString[r.Rcode], r.Answer, r.Ns)
+	}
+	ask("mirror.registry.example.com.", dns.TypeA)
+	ask("registry.example.com.", dns.TypeHTTPS)
+	ask("example.org.", dns.TypeA) // no forwarders configured
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println(srv.Shutdown(ctx), <-done)
+	// Output:
+	// NOERROR [mirror.registry.example.com.	30	IN	A	192.0.2.10] []
+	// NOERROR [] [registry.example.com.	30	IN	SOA	snigate.invalid. hostmaster.snigate.invalid. 1 3600 600 86400 30]
+	// REFUSED [] []
+	// <nil> <nil>
+}
