@@ -2,6 +2,7 @@ package snigate
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +11,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(removeBuildDir))
+}
+
+func removeBuildDir(int) {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
 }
 
 // recordingLog is a logger that keeps its lines for tests to read.
