@@ -36,6 +36,7 @@ SCENARIOS=${SCENARIOS:-all}
 TARGETS=${TARGETS:-direct,snigate,haproxy,nginx,sniproxy}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
+CLIENT_GROUPS=${CLIENT_GROUPS:-default} # bridge clients offer Go's default groups, or only x25519
 DNS=${DNS:-1}
 HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
 NGINX=${NGINX:-/usr/sbin/nginx}
@@ -117,7 +118,7 @@ p_up_splice=$((BASE_PORT + 1)) p_up_bridge=$((BASE_PORT + 2))
 p_snigate=$((BASE_PORT + 10)) p_pprof=$((BASE_PORT + 11))
 p_haproxy=$((BASE_PORT + 20)) p_haproxy_bridge=$((BASE_PORT + 21))
 p_nginx=$((BASE_PORT + 30)) p_nginx_bridge=$((BASE_PORT + 31))
-p_sniproxy=$((BASE_PORT + 40))
+p_sniproxy=$((BASE_PORT + 40)) p_up_stats=$((BASE_PORT + 3))
 
 # --- build -------------------------------------------------------------------
 
@@ -125,7 +126,7 @@ need go ss
 wanted haproxy && need "$HAPROXY"
 wanted nginx && need "$NGINX" "$NGINX_STREAM"
 wanted sniproxy && need "$SNIPROXY"
-for p in $p_up_splice $p_up_bridge $p_snigate $p_pprof $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
+for p in $p_up_splice $p_up_bridge $p_up_stats $p_snigate $p_pprof $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
 	port_free "$p"
 done
 
@@ -270,7 +271,7 @@ EOF
 
 start_upstream() {
 	"$work/loadgen" upstream -pki "$pki" -splice "127.0.0.1:$p_up_splice" -bridge "127.0.0.1:$p_up_bridge" \
-		>"$work/upstream.log" 2>&1 &
+		-stats "127.0.0.1:$p_up_stats" >"$work/upstream.log" 2>&1 &
 	upstream_pid=$!
 	wait_listen "$p_up_splice" upstream
 	wait_listen "$p_up_bridge" upstream
@@ -324,6 +325,7 @@ loadgen_run() { # loadgen_run SCENARIOS ROUNDS FIRST_ROUND
 	mapfile -t flags < <(target_flags)
 	[ "$PROFILE" = 1 ] && flags+=(-pprof-dir "$prof_dir")
 	"$work/loadgen" run -pki "$pki" -out "$results" -upstream-pid "$upstream_pid" \
+		-upstream-stats "127.0.0.1:$p_up_stats" -client-groups "$CLIENT_GROUPS" \
 		-scenarios "$1" -rounds "$2" -first-round "$3" -conc "$CONC" \
 		-rate-time "$RATE_TIME" -hs-time "$HS_TIME" -tput-time "$TPUT_TIME" \
 		-streams "$STREAMS" -idle-conns "$IDLE_CONNS" "${flags[@]}"
@@ -398,7 +400,7 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- HAProxy: nbthread 2, option splice-auto (maxpipes 256), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
 	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass; bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
 	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
-	echo "- splice scenarios send a ClientHello captured from this Go version's crypto/tls (X25519MLKEM768 + X25519 key shares) followed by a command; bridge scenarios run crypto/tls clients (ECDSA P-256 certificates, TLS 1.3)"
+	echo "- splice scenarios send a ClientHello captured from this Go version's crypto/tls (X25519MLKEM768 + X25519 key shares) followed by a command; bridge scenarios run crypto/tls clients (ECDSA P-256 certificates, TLS 1.3) offering $([ "$CLIENT_GROUPS" = x25519 ] && echo 'only X25519' || echo "Go's default groups (X25519MLKEM768 first)"); the upstream is a Go crypto/tls server requiring a client certificate"
 } >"$work/header.md"
 
 report="$out_dir/results-$stamp.md"

