@@ -38,6 +38,7 @@ type tunnel struct {
 	upstream net.Conn
 	idle     time.Duration // <= 0: no idle timeout
 	last     atomic.Int64  // unix nanoseconds of the last byte moved
+	started  time.Time
 	errOnce  sync.Once
 	err      error
 }
@@ -45,6 +46,7 @@ type tunnel struct {
 func newTunnel(ss *session, client, upstream net.Conn, idle time.Duration) *tunnel {
 	t := &tunnel{ss: ss, client: client, upstream: upstream, idle: idle}
 	now := t.touch()
+	t.started = now
 	if idle > 0 {
 		client.SetReadDeadline(now.Add(idle))
 		upstream.SetReadDeadline(now.Add(idle))
@@ -63,15 +65,21 @@ func (t *tunnel) touch() time.Time {
 // (either way) within the idle timeout, it pushes c's deadline to idle
 // after that activity and reports true; otherwise the tunnel is idle.
 func (t *tunnel) rearm(c net.Conn) bool {
+	_, ok := t.rearmAt(c)
+	return ok
+}
+
+// rearmAt is rearm that also returns the deadline it armed.
+func (t *tunnel) rearmAt(c net.Conn) (time.Time, bool) {
 	if t.idle <= 0 {
-		return false
+		return time.Time{}, false
 	}
 	deadline := time.Unix(0, t.last.Load()).Add(t.idle)
 	if !time.Now().Before(deadline) {
-		return false
+		return time.Time{}, false
 	}
 	c.SetReadDeadline(deadline)
-	return true
+	return deadline, true
 }
 
 // fail records the first error and closes both connections so that the

@@ -11,7 +11,7 @@ func TestNameTableLookup(t *testing.T) {
 
 	tests := []struct {
 		name, query, want string
-		ok               bool
+		ok                bool
 	}{
 		{name: "exact", query: "registry.example.com", want: "exact", ok: true},
 		{name: "exact beats wildcard", query: "registry.example.com", want: "exact", ok: true},

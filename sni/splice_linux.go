@@ -27,12 +27,18 @@ type spliceDir struct {
 	dir              string
 	lr               io.LimitedReader
 	readable         func(fd uintptr) bool // d.onReadable, bound once
+	readDeadline     time.Time             // armed on src
 
 	// Results of onReadable.
 	queued int
 	opErr  error
 	peek   [1]byte
 }
+
+// spliceChunk bounds one splice: the pipe's size, so that one splice(2)
+// pair moves it, and so that the idle clock and the write deadline see
+// progress at least every chunk.
+const spliceChunk = 1 << 20
 
 // spliceDirections returns the two directions of a spliced tunnel.
 func (t *tunnel) spliceDirections(client, upstream *net.TCPConn) (up, down func() error, err error) {
@@ -55,6 +61,9 @@ func (t *tunnel) newSpliceDir(src, dst *net.TCPConn, srcSide, dstSide string) (*
 	counter, dir := t.counters(srcSide)
 	d := &spliceDir{t: t, src: src, dst: dst, rc: rc, srcSide: srcSide, dstSide: dstSide, counter: counter, dir: dir}
 	d.readable = d.onReadable
+	if t.idle > 0 {
+		d.readDeadline = t.started.Add(t.idle)
+	}
 	return d, nil
 }
 
@@ -69,7 +78,7 @@ func (d *spliceDir) run() error {
 			d.dst.CloseWrite()
 			return nil
 		}
-		if err := d.copy(n); err != nil {
+		if err := d.copy(min(n, spliceChunk)); err != nil {
 			return err
 		}
 	}
@@ -86,9 +95,12 @@ func (d *spliceDir) wait() (int, error) {
 			return d.queued, nil
 		case !isTimeout(err):
 			return 0, &sideError{d.srcSide, err}
-		case !d.t.rearm(d.src):
+		}
+		deadline, active := d.t.rearmAt(d.src)
+		if !active {
 			return 0, errIdle
 		}
+		d.readDeadline = deadline
 	}
 }
 
@@ -131,6 +143,7 @@ func (d *spliceDir) copy(n int) error {
 		start := d.t.touch()
 		if d.t.idle > 0 {
 			d.dst.SetWriteDeadline(start.Add(d.t.idle))
+			d.keepReading(start)
 		}
 		d.lr.R, d.lr.N = d.src, int64(n)
 		w, err := d.dst.ReadFrom(&d.lr)
@@ -147,8 +160,22 @@ func (d *spliceDir) copy(n int) error {
 		}
 		// src's read deadline passed between the wake-up and the splice:
 		// nothing was read, the bytes are still queued. Re-arm and retry.
-		d.src.SetReadDeadline(time.Now().Add(d.t.idle))
+		d.readDeadline = time.Now().Add(d.t.idle)
+		d.src.SetReadDeadline(d.readDeadline)
 	}
+}
+
+// keepReading keeps src's read deadline beyond the write deadline of the
+// chunk starting at now: Go's splice loop checks the read deadline before
+// each drain, and a chunk can take several. It moves the deadline once per
+// eighth of the idle timeout of activity, not per chunk, so an idle tunnel
+// is still closed between 1 and 1.125 idle timeouts after its last byte.
+func (d *spliceDir) keepReading(now time.Time) {
+	if d.readDeadline.After(now.Add(d.t.idle)) {
+		return
+	}
+	d.readDeadline = now.Add(d.t.idle + d.t.idle/8)
+	d.src.SetReadDeadline(d.readDeadline)
 }
 
 // failedSide tells which side a failed splice was about: the one whose

@@ -285,19 +285,22 @@ func TestSpliceProxyProtocolOut(t *testing.T) {
 }
 
 func TestSpliceIdleTimeout(t *testing.T) {
-	const idle = 150 * time.Millisecond
 	hello := captureHello(t, &tls.Config{ServerName: "registry.example.com"})
-	up := newTCPUpstream(t, func(c *net.TCPConn) {
-		readHelloThen(c)
-		io.Copy(io.Discard, c) // never writes: the downstream direction stays idle
-		c.Write([]byte("bye"))
-	})
-	w := newWorld(t, Config{IdleTimeout: idle}, "", spliceRoute(t, "registry", []string{"registry.example.com"}, up.addr))
+	newIdleWorld := func(t *testing.T, idle time.Duration) *world {
+		up := newTCPUpstream(t, func(c *net.TCPConn) {
+			readHelloThen(c)
+			io.Copy(io.Discard, c) // never writes: the downstream direction stays idle
+			c.Write([]byte("bye"))
+		})
+		return newWorld(t, Config{IdleTimeout: idle}, "", spliceRoute(t, "registry", []string{"registry.example.com"}, up.addr))
+	}
 
 	t.Run("idle tunnel is closed", func(t *testing.T) {
+		const idle = 150 * time.Millisecond
+		w := newIdleWorld(t, idle)
 		c := w.dial(t)
+		start := time.Now() // before the tunnel can start
 		c.Write(hello)
-		start := time.Now()
 		if got := readAll(t, c); len(got) != 0 {
 			t.Fatalf("got %q", got)
 		}
@@ -307,19 +310,23 @@ func TestSpliceIdleTimeout(t *testing.T) {
 		w.logs.wait(t, "msg=connection", "result=idle_timeout")
 	})
 	t.Run("tunnel moving one way stays open", func(t *testing.T) {
+		// An idle timeout long enough that a loaded machine does not
+		// starve the loopback for that long.
+		const idle = time.Second
+		w := newIdleWorld(t, idle)
 		c := w.dial(t)
 		c.Write(hello)
-		// Keep bytes flowing upstream for three idle periods; the
+		// Keep bytes flowing upstream for more than two idle periods; the
 		// downstream direction sees no byte all along and must re-arm.
-		chunk := make([]byte, 512)
-		for start := time.Now(); time.Since(start) < 3*idle; {
+		chunk := make([]byte, 4096)
+		for start := time.Now(); time.Since(start) < 2*idle+idle/4; {
 			if _, err := c.Write(chunk); err != nil {
-				t.Fatalf("tunnel closed while moving: %v", err)
+				t.Fatalf("tunnel closed while moving: %v; log:\n%s", err, w.logs.wait(t, "client="+c.LocalAddr().String()))
 			}
 		}
 		c.CloseWrite()
 		if got := string(readAll(t, c)); got != "bye" {
-			t.Fatalf("got %q, want the upstream's reply after our EOF", got)
+			t.Fatalf("got %q, want the upstream's reply after our EOF; log:\n%s", got, w.logs)
 		}
 		w.logs.wait(t, "msg=connection", "bytes_down=3 ", "result=ok")
 	})

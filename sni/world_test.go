@@ -1,6 +1,7 @@
 package sni
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -84,6 +85,9 @@ type world struct {
 	logs *logSink
 	reg  *prometheus.Registry
 	m    *Metrics
+
+	served   chan struct{} // closed when Serve returns
+	serveErr error
 }
 
 func newWorld(tb testing.TB, cfg Config, defaultRoute string, routes ...*Route) *world {
@@ -104,12 +108,16 @@ func newWorld(tb testing.TB, cfg Config, defaultRoute string, routes ...*Route) 
 		tb.Fatal(err)
 	}
 	w.addr = ln.Addr().String()
-	done := make(chan error, 1)
-	go func() { done <- w.srv.Serve(ln) }()
+	w.served = make(chan struct{})
+	go func() {
+		w.serveErr = w.srv.Serve(ln)
+		close(w.served)
+	}()
 	tb.Cleanup(func() {
 		w.srv.Close()
-		if err := <-done; !errors.Is(err, ErrServerClosed) {
-			tb.Errorf("Serve returned %v, want ErrServerClosed", err)
+		<-w.served
+		if !errors.Is(w.serveErr, ErrServerClosed) {
+			tb.Errorf("Serve returned %v, want ErrServerClosed", w.serveErr)
 		}
 	})
 	return w
@@ -204,3 +212,5 @@ func shutdownCtx(tb testing.TB, d time.Duration) context.Context {
 	tb.Cleanup(cancel)
 	return ctx
 }
+
+func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
