@@ -1,0 +1,69 @@
+package snigate
+
+import (
+	"testing"
+
+	"github.com/coredns/caddy"
+	"github.com/miekg/dns"
+)
+
+// TestBuild: the routed names are the union of the stanza's names, the
+// file's route SNI patterns and its dns.names; the stanza's answer and ttl
+// win over the file's dns.answer and dns.ttl, which fill in when absent.
+func TestBuild(t *testing.T) {
+	dir := t.TempDir()
+	withDNS := writeFile(t, dir, "dns.yaml", snigateYAML("route.example.test")+
+		"dns:\n  answer: [\"192.0.2.99\", \"2001:db8::99\"]\n  ttl: 45s\n  names: [\"*.extra.example.test\"]\n")
+	noDNS := writeFile(t, dir, "nodns.yaml", snigateYAML("route.example.test"))
+	tests := []struct {
+		name   string
+		stanza string
+		qname  string
+		qtype  uint16
+		want   string // the one answer as zone text; "" : not routed
+	}{
+		{"file's answer and ttl", "config " + withDNS, "route.example.test.", dns.TypeA,
+			"route.example.test.\t45\tIN\tA\t192.0.2.99"},
+		{"file's IPv6 answer", "config " + withDNS, "route.example.test.", dns.TypeAAAA,
+			"route.example.test.\t45\tIN\tAAAA\t2001:db8::99"},
+		{"file's dns.names are routed", "config " + withDNS, "a.extra.example.test.", dns.TypeA,
+			"a.extra.example.test.\t45\tIN\tA\t192.0.2.99"},
+		{"stanza's answer and ttl win", "answer 192.0.2.10\nttl 7\nconfig " + withDNS, "route.example.test.", dns.TypeA,
+			"route.example.test.\t7\tIN\tA\t192.0.2.10"},
+		{"stanza's answer, file's ttl", "answer 192.0.2.10\nconfig " + withDNS, "route.example.test.", dns.TypeA,
+			"route.example.test.\t45\tIN\tA\t192.0.2.10"},
+		{"no dns section: default ttl", "answer 192.0.2.10\nconfig " + noDNS, "route.example.test.", dns.TypeA,
+			"route.example.test.\t30\tIN\tA\t192.0.2.10"},
+		{"stanza names add to the file's", "answer 192.0.2.10\nnames more.example.test\nconfig " + noDNS, "more.example.test.", dns.TypeA,
+			"more.example.test.\t30\tIN\tA\t192.0.2.10"},
+		{"without config: default ttl", "answer 192.0.2.10\nnames more.example.test", "more.example.test.", dns.TypeA,
+			"more.example.test.\t30\tIN\tA\t192.0.2.10"},
+		{"a name in neither is not routed", "answer 192.0.2.10\nnames more.example.test\nconfig " + noDNS, "other.example.test.", dns.TypeA, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parse(caddy.NewTestController("dns", "snigate {\n"+tc.stanza+"\n}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := newHandler(s, nil, &recordingLog{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := new(dns.Msg)
+			m.SetQuestion(tc.qname, tc.qtype)
+			reply, ok := h.policy.Load().Answer(m)
+			switch {
+			case tc.want == "" && ok:
+				t.Fatalf("%s is routed:\n%s", tc.qname, reply)
+			case tc.want == "":
+				return
+			case !ok:
+				t.Fatalf("%s is not routed", tc.qname)
+			}
+			if len(reply.Answer) != 1 || reply.Answer[0].String() != tc.want {
+				t.Errorf("answer:\n%s\nwant %s", reply, tc.want)
+			}
+		})
+	}
+}
