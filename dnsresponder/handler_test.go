@@ -84,6 +84,20 @@ func TestResponderIPv6(t *testing.T) {
 	}
 }
 
+// TestResponderWildcardAddress serves on 0.0.0.0 (replies leave from the
+// address asked, through IP_PKTINFO) rather than on one address.
+func TestResponderWildcardAddress(t *testing.T) {
+	up := newUpstream(t, answerA(forwardedA))
+	w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), Forward: []string{up.addr}}, "0.0.0.0")
+	_, port, _ := net.SplitHostPort(w.addr)
+	addr := net.JoinHostPort("127.0.0.1", port)
+	for _, network := range []string{"udp", "tcp"} {
+		for _, tc := range routedCases()[:2] {
+			t.Run(network+"/"+tc.name, func(t *testing.T) { checkResponder(t, addr, network, up, tc) })
+		}
+	}
+}
+
 func checkResponder(t *testing.T, addr, network string, up *upstream, tc responderCase) {
 	t.Helper()
 	before := up.hits.Load()
