@@ -13,6 +13,7 @@ have openssl         || need+=(openssl)
 have curl            || need+=(curl)
 have ip              || need+=(iproute2)
 have dig             || need+=(dnsutils)
+have nft             || need+=(nftables)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2
