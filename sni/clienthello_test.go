@@ -303,10 +303,6 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("SNI_WRITE_FUZZ_SEEDS") == "" {
 		t.Skip("set SNI_WRITE_FUZZ_SEEDS=1 to regenerate the seed corpus")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzReadClientHello")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	seeds := map[string][]byte{}
 	for name, raw := range realHellos(t) {
 		base := strings.Map(func(r rune) rune {
@@ -324,6 +320,28 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	seeds["oversized-record"] = []byte{recordTypeHandshake, 3, 1, 0x40, 0x01}
 	seeds["plain-http"] = []byte("GET /v2/ HTTP/1.1\r\nHost: registry.example.com\r\n\r\n")
 	seeds["http-connect"] = []byte("CONNECT registry.example.com:443 HTTP/1.1\r\n\r\n")
+	writeSeeds(t, "FuzzReadClientHello", seeds)
+	proxySeeds := map[string][]byte{
+		"unknown":  []byte("PROXY UNKNOWN\r\n"),
+		"bad-port": []byte("PROXY TCP4 1.1.1.1 2.2.2.2 99999 1\r\n"),
+	}
+	for _, v := range []string{ProxyProtocolV1, ProxyProtocolV2} {
+		b, err := formatProxyHeader(v, tcpAddr("203.0.113.7:5555"), tcpAddr("192.0.2.10:443"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxySeeds[v+"-then-hello"] = append(b, realHellos(t)["x25519 only"]...)
+		proxySeeds[v+"-truncated"] = b[:len(b)-1]
+	}
+	writeSeeds(t, "FuzzReadProxyHeader", proxySeeds)
+}
+
+// writeSeeds writes a committed seed corpus for one fuzz target.
+func writeSeeds(t *testing.T, target string, seeds map[string][]byte) {
+	dir := filepath.Join("testdata", "fuzz", target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, b := range seeds {
 		data := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {

@@ -6,10 +6,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pires/go-proxyproto"
@@ -300,4 +303,71 @@ func newListener(tb testing.TB) net.Listener {
 		tb.Fatal(err)
 	}
 	return ln
+}
+
+// flakyListener fails its first Accepts with a temporary error (EMFILE),
+// then blocks until closed.
+type flakyListener struct {
+	fails     int
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+type tempErr struct{}
+
+func (tempErr) Error() string   { return "accept: too many open files" }
+func (tempErr) Temporary() bool { return true }
+func (tempErr) Timeout() bool   { return false }
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, tempErr{}
+	}
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *flakyListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *flakyListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 443} }
+
+func TestServerAcceptBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := newLogSink()
+		tab, err := NewTable(nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))}, tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln := &flakyListener{fails: 12, closed: make(chan struct{})}
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- srv.Serve(ln) }()
+		time.Sleep(time.Minute)
+		// 5+10+20+...+640ms, then 1s each: a backoff, not a busy loop.
+		got := strings.Count(logs.String(), "accept failed; retrying")
+		if got != 12 {
+			t.Errorf("%d retries logged, want 12", got)
+		}
+		for _, b := range []string{"backoff=5ms", "backoff=640ms", "backoff=1s"} {
+			if !strings.Contains(logs.String(), b) {
+				t.Errorf("log lacks %s:\n%s", b, logs)
+			}
+		}
+		synctest.Wait()
+		if elapsed := time.Since(start); elapsed != time.Minute {
+			t.Fatalf("clock at %v", elapsed)
+		}
+		srv.Close()
+		if err := <-done; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve = %v, want ErrServerClosed", err)
+		}
+	})
 }

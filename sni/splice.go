@@ -76,6 +76,9 @@ func (t *spliceTarget) replay(ctx context.Context, up, c net.Conn) error {
 		return fmt.Errorf("send ClientHello: %w", err)
 	}
 	if pc != nil {
+		n := int64(len(pc.Peeked))
+		t.ss.up.Add(n)
+		t.ss.rm.addBytes(DirectionUpstream, n)
 		pc.Peeked = nil
 	}
 	return nil

@@ -94,7 +94,9 @@ func newWorld(tb testing.TB, cfg Config, defaultRoute string, routes ...*Route) 
 	tb.Helper()
 	w := &world{logs: newLogSink(), reg: prometheus.NewRegistry()}
 	w.m = NewMetrics(w.reg)
-	cfg.Logger = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	cfg.Metrics = w.m
 	tab, err := NewTable(routes, defaultRoute)
 	if err != nil {
