@@ -47,10 +47,12 @@ func newTunnel(ss *session, client, upstream net.Conn, idle time.Duration) *tunn
 	t := &tunnel{ss: ss, client: client, upstream: upstream, idle: idle}
 	now := t.touch()
 	t.started = now
+	var deadline time.Time // none: also clears a deadline left from the handshake phase
 	if idle > 0 {
-		client.SetReadDeadline(now.Add(idle))
-		upstream.SetReadDeadline(now.Add(idle))
+		deadline = now.Add(idle)
 	}
+	client.SetReadDeadline(deadline)
+	upstream.SetReadDeadline(deadline)
 	return t
 }
 

@@ -1,0 +1,43 @@
+// Package sni is snigate's TLS front: it accepts connections, reads the
+// whole TLS ClientHello (bounded, deadlined, record after record), routes
+// on its server name (exact names beat one-label wildcards, then the
+// default route, else a TLS unrecognized_name alert), and hands the
+// connection to its route's target:
+//
+//   - splice: the raw bytes go to an upstream (optionally after a PROXY
+//     v1/v2 header); TLS stays end to end. Bytes move with splice(2) only
+//     while they are queued, so an idle tunnel holds its two sockets and
+//     no pipe.
+//   - bridge: the client's TLS is terminated with the route's serving
+//     certificate; during that handshake a TLS connection to the upstream
+//     is opened with the client's ALPN list and the edge's client
+//     certificate, and the client gets the protocol the upstream chose.
+//     Then Route.BridgeFunc, or a plain copy, moves the bytes.
+//
+// Upstreams are tried in the order the route's pool gives
+// (upstream.Pool.Candidates), the next one after a failed dial or
+// handshake, within Config.ConnectTimeout. Targets implement
+// tcpproxy.Target and receive a *tcpproxy.Conn holding the peeked bytes.
+//
+// Usage:
+//
+//	metrics := sni.NewMetrics(prometheus.DefaultRegisterer) // once per process
+//	routes, err := sni.NewTable([]*sni.Route{{
+//		Name: "registry", SNI: []string{"registry.example.com"},
+//		Mode: sni.ModeBridge, Pool: pool, // *upstream.Pool
+//		Serve:       keyPair,            // GetCertificate: certinel-style source
+//		UpstreamTLS: &tls.Config{RootCAs: registryCAs, GetClientCertificate: edge.GetClientCertificate},
+//	}}, "" /* no default route */)
+//	srv, err := sni.New(sni.Config{Logger: logger, Metrics: metrics}, routes)
+//	ln, err := net.Listen("tcp", ":443")
+//	go srv.Serve(ln)         // once per listener; returns ErrServerClosed
+//	srv.SetRoutes(newRoutes) // on reload: new connections only
+//	srv.Shutdown(ctx)        // stop accepting, wait for tunnels until ctx, then close them
+//
+// The caller opens the listeners; Serve closes its listener when it
+// returns. A Route belongs to the Table built from it and must not change
+// afterwards. Each connection ends with one Info log line, its keys always
+// in the order listener client sni route mode upstream result bytes_up
+// bytes_down duration (then err); client faults also get a Warn line,
+// rate-limited per kind, that says what to change.
+package sni
