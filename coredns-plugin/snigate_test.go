@@ -23,7 +23,7 @@ var nextMarker = test.TXT(`next.example. 0 IN TXT "from the next plugin"`)
 
 // newTestHandler parses stanza under the server block keys and returns
 // the handler with a Next that records its calls.
-func newTestHandler(t *testing.T, stanza string, keys []string, calls *int) *Snigate {
+func newTestHandler(t testing.TB, stanza string, keys []string, calls *int) *Snigate {
 	t.Helper()
 	c := caddy.NewTestController("dns", stanza)
 	c.ServerBlockKeys = keys
