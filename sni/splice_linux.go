@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -120,7 +121,7 @@ func (d *spliceDir) onReadable(fd uintptr) bool {
 			return true
 		}
 		// Nothing queued: end of stream, a socket error, or not yet.
-		m, _, err := unix.Recvfrom(int(fd), d.peek[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		m, err := peek(fd, &d.peek)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -135,6 +136,18 @@ func (d *spliceDir) onReadable(fd uintptr) bool {
 		}
 		// A byte arrived between the two calls: count again.
 	}
+}
+
+// peek is recv(fd, b, 1, MSG_PEEK|MSG_DONTWAIT): it tells end of stream
+// (0), a pending byte (1) or nothing yet (EAGAIN) without consuming
+// anything, and unlike unix.Recvfrom it does not allocate.
+func peek(fd uintptr, b *[1]byte) (int, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // copy splices the n queued bytes to dst.
