@@ -59,7 +59,7 @@ func (w *watcher) loadFirst() error {
 
 // load reads and applies the file, returning the number of name patterns.
 func (w *watcher) load() (int, error) {
-	cfg, err := config.Load(w.path)
+	cfg, err := config.LoadWithoutFiles(w.path)
 	if err != nil {
 		return 0, fmt.Errorf("config: %w", err) // config's errors name the file and line
 	}

@@ -115,3 +115,30 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadWithoutFiles: the names-only reader accepts a bridge route whose
+// certificate files are absent on this host, and still validates the rest.
+func TestLoadWithoutFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "snigate.yaml")
+	good := minimalBridge
+	if err := os.WriteFile(file, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(file); err == nil {
+		t.Fatal("Load accepted missing certificate files")
+	}
+	c, err := LoadWithoutFiles(file)
+	if err != nil {
+		t.Fatalf("LoadWithoutFiles: %v", err)
+	}
+	if names := c.RoutedNames(); len(names) == 0 {
+		t.Error("no routed names")
+	}
+	if err := os.WriteFile(file, []byte(good+"bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadWithoutFiles(file); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("LoadWithoutFiles = %v, want the unknown key reported", err)
+	}
+}

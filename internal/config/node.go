@@ -15,6 +15,8 @@ type parser struct {
 	now  time.Time // to tell expired certificates
 	errs ErrorList // everything found so far
 
+	skipFiles bool // do not read the files the configuration names
+
 	errKeys   map[string]bool // keys with an error
 	errWithin map[string]bool // keys with an error, and every key holding one
 }

@@ -43,12 +43,26 @@ func readConfig(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// LoadWithoutFiles is Load without reading the certificate and key files
+// the configuration names: for readers that need only the routed names and
+// DNS settings (the CoreDNS plugin), on hosts without the gateway's keys.
+func LoadWithoutFiles(path string) (*Config, error) {
+	data, err := readConfig(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Msg: "cannot read the configuration: " + unwrapPath(err).Error()}}
+	}
+	return parse(&parser{file: path, dir: absDir(path), now: time.Now(), skipFiles: true}, data)
+}
+
 // Parse parses and validates the configuration in data. file is the name
 // used in error messages; relative file names in the configuration are
 // resolved against its directory, and the files they name are read and
 // checked. The error, if any, is an ErrorList of every problem found.
 func Parse(file string, data []byte) (*Config, error) {
-	p := &parser{file: file, dir: absDir(file), now: time.Now()}
+	return parse(&parser{file: file, dir: absDir(file), now: time.Now()}, data)
+}
+
+func parse(p *parser, data []byte) (*Config, error) {
 	c := p.parse(data)
 	if len(p.errs) > 0 {
 		p.errs.sortByLine()
