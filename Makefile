@@ -27,7 +27,7 @@ vet:
 unit:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 	@for m in coredns-plugin deploy; do \
-		if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...) || exit 1; fi; \
+		if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
 
 # Each fuzz target for FUZZTIME (go test runs one -fuzz target at a time).
