@@ -40,5 +40,9 @@ fuzz-short:
 bench:
 	./bench/run.sh
 
+# A CoreDNS binary with the snigate plugin: coredns-plugin/bin/coredns.
+coredns:
+	$(MAKE) -C coredns-plugin build
+
 clean:
 	rm -rf bin
