@@ -395,6 +395,7 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo
 	echo "## Settings"
 	echo
+	echo "- a measurement during which other work on the machine used more than half a core is taken again (at most twice, 90s in all per loadgen run); the attempt with the least other work is kept"
 	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME, handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
 	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)')"
 	echo "- HAProxy: nbthread 2, option splice-auto (maxpipes 256), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
@@ -415,6 +416,8 @@ report="$out_dir/results-$stamp.md"
 	done
 } >>"$report"
 cp "$results" "$out_dir/results-$stamp.jsonl"
+cp "$work/header.md" "$out_dir/results-$stamp.header.md"
+cp "$work/dns.txt" "$out_dir/results-$stamp.dns.txt"
 log "wrote $report"
 [ "$PROFILE" = 1 ] && log "profiles in $prof_dir"
 exit 0

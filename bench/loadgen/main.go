@@ -118,6 +118,9 @@ func cmdRun(args []string) error {
 	streams := fs.String("streams", "1,8", "stream counts of the throughput scenarios")
 	fs.IntVar(&r.idleConns, "idle-conns", 9000, "idle tunnels opened in the idle-mem scenario")
 	fs.DurationVar(&r.pause, "pause", 300*time.Millisecond, "pause between measurements")
+	fs.Float64Var(&r.maxOther, "max-other", 50, "measure again when other work used more than this CPU (% of one core)")
+	fs.IntVar(&r.retries, "retries", 2, "extra attempts of a measurement disturbed by other work")
+	fs.DurationVar(&r.retryBudget, "retry-budget", 90*time.Second, "total time the extra attempts may take")
 	fs.Parse(args)
 	if len(r.targets) == 0 {
 		return fmt.Errorf("no -target")

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -28,18 +29,22 @@ func rowsFor(scenarios []string) []row {
 		case sc == "splice-rate":
 			rows = append(rows,
 				row{sc, "conn_s", "1 splice conn/s", true, "%.0f", 0},
+				row{sc, "per_core", "1 splice conn per proxy core-second", true, "%.0f", 0},
 				row{sc, "p50_ms", "1 splice p50 ms", false, "%.2f", 0},
 				row{sc, "p99_ms", "1 splice p99 ms", false, "%.2f", 0})
 		case strings.HasPrefix(sc, "splice-tput-"):
-			rows = append(rows, row{sc, "gbit_s", "2 splice Gbit/s, " + streamsLabel(sc), true, "%.2f", 0})
+			rows = append(rows, row{sc, "gbit_s", "2 splice Gbit/s, " + streamsLabel(sc), true, "%.2f", 0},
+				row{sc, "per_core", "2 splice Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0})
 		case sc == "bridge-full" || sc == "bridge-resumed":
 			kind := strings.TrimPrefix(sc, "bridge-")
 			rows = append(rows,
 				row{sc, "hs_s", "3 bridge " + kind + " hs/s", true, "%.0f", 0},
+				row{sc, "per_core", "3 bridge " + kind + " hs per proxy core-second", true, "%.0f", 0},
 				row{sc, "p50_ms", "3 bridge " + kind + " p50 ms", false, "%.2f", 0},
 				row{sc, "p99_ms", "3 bridge " + kind + " p99 ms", false, "%.2f", 0})
 		case strings.HasPrefix(sc, "bridge-tput-"):
-			rows = append(rows, row{sc, "gbit_s", "4 bridge Gbit/s, " + streamsLabel(sc), true, "%.2f", 0})
+			rows = append(rows, row{sc, "gbit_s", "4 bridge Gbit/s, " + streamsLabel(sc), true, "%.2f", 0},
+				row{sc, "per_core", "4 bridge Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0})
 		case sc == "idle-mem":
 			rows = append(rows,
 				row{sc, "kib_conn", "5 KiB RSS / idle tunnel", false, "%.1f", 8},
@@ -79,7 +84,7 @@ func summarize(results []Result) *summary {
 			s.note(r, "error", r.Notes["error"])
 			continue
 		}
-		for k, v := range r.Values {
+		for k, v := range withPerCore(r) {
 			vals[[3]string{r.Scenario, r.Target, k}] = append(vals[[3]string{r.Scenario, r.Target, k}], v)
 		}
 		cpus[[2]string{r.Scenario, r.Target}] = append(cpus[[2]string{r.Scenario, r.Target}], r.CPU)
@@ -95,6 +100,22 @@ func summarize(results []Result) *summary {
 		s.cpu[k] = medianCPU(v)
 	}
 	return s
+}
+
+// rateKeys are the headline rates whose cost per proxy core is reported.
+var rateKeys = []string{"conn_s", "hs_s", "gbit_s"}
+
+// withPerCore adds "per_core": the headline rate divided by the proxy's
+// CPU in cores. On a machine shared with other work a proxy gets varying
+// CPU; what it does per core-second it got is steadier than the raw rate.
+func withPerCore(r Result) map[string]float64 {
+	out := maps.Clone(r.Values)
+	for _, k := range rateKeys {
+		if v, ok := r.Values[k]; ok && r.CPU.Proxy > 1 {
+			out["per_core"] = v / (r.CPU.Proxy / 100)
+		}
+	}
+	return out
 }
 
 func (s *summary) note(r Result, k, v string) {
@@ -168,7 +189,7 @@ func (c comparison) verdict(s *summary, rw row) string {
 		shown, _ := strconv.ParseFloat(fmt.Sprintf(cmp.Or(rw.format, "%g"), v), 64)
 		return yesNo(shown <= rw.limit) + fmt.Sprintf(" (≤ %g)", rw.limit)
 	}
-	if rw.key == "pipes_conn" || rw.key == "p50_ms" {
+	if rw.key == "pipes_conn" || rw.key == "p50_ms" || rw.key == "per_core" {
 		return "—" // informative rows, no target of their own
 	}
 	b, _, ok := c.best(s, rw)
@@ -287,7 +308,7 @@ func writeNotes(w io.Writer, s *summary) {
 // writeExtra lists the secondary values (resumption share, allocations,
 // goroutines per tunnel, sockets/pipes) per scenario and target.
 func writeExtra(w io.Writer, s *summary) {
-	keys := []string{"resumed_frac", "up_resumed_frac", "up_handshakes", "errors", "failed", "open", "rss_mib", "sockets_conn",
+	keys := []string{"attempts", "resumed_frac", "up_resumed_frac", "up_handshakes", "errors", "failed", "open", "rss_mib", "sockets_conn",
 		"goroutines_conn", "heap_kib_conn", "stack_kib_conn", "allocs_conn", "alloc_kib_conn"}
 	for _, sc := range s.scenarios {
 		for _, t := range s.targets {
