@@ -6,6 +6,7 @@ import "io"
 // (RFC 8446 section 6).
 const (
 	alertHandshakeFailure  = 40
+	alertAccessDenied      = 49
 	alertInternalError     = 80
 	alertUnrecognizedName  = 112
 	alertLevelFatal        = 2

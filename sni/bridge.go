@@ -71,7 +71,7 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 // handshake completes the client's TLS handshake, which dials the upstream
 // from GetConfigForClient, under the ClientHello plus connect timeouts.
 func (t *bridgeTarget) handshake(pc *tcpproxy.Conn) (*tls.Conn, error) {
-	deadline := time.Now().Add(t.s.cfg.ClientHelloTimeout + t.s.cfg.ConnectTimeout)
+	deadline := time.Now().Add(t.ss.cfg.ClientHelloTimeout + t.ss.cfg.ConnectTimeout)
 	pc.SetDeadline(deadline)
 	ctx, cancel := context.WithDeadline(t.s.ctx, deadline)
 	defer cancel()
@@ -190,7 +190,7 @@ func (t *bridgeTarget) copy(client *tls.Conn) (string, error) {
 	if f := t.ss.route.BridgeFunc; f != nil {
 		return t.runBridgeFunc(f, client)
 	}
-	tn := newTunnel(t.ss, client, t.up, t.s.cfg.IdleTimeout)
+	tn := newTunnel(t.ss, client, t.up, t.ss.cfg.IdleTimeout)
 	return tn.run(tn.copier(client, t.up, sideClient, sideUpstream, DirectionUpstream).run,
 		tn.copier(t.up, client, sideUpstream, sideClient, DirectionDownstream).run)
 }

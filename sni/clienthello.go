@@ -108,12 +108,18 @@ func readClientHello(r io.Reader, buf []byte, hello *ClientHello) ([]byte, error
 }
 
 // fill reads until at least n bytes are buffered, reading as much as the
-// buffer holds in each call, and grows the buffer when it is too small.
+// buffer holds in each call. The buffer grows (doubling, up to n) only
+// when it is full, so what a connection holds follows the bytes it sent,
+// not the lengths it claims: a record header announcing 16 KiB costs
+// nothing until the bytes arrive.
 func (h *helloReader) fill(n int) error {
-	if n > cap(h.buf) {
-		h.grow(n)
-	}
 	for len(h.buf) < n {
+		if len(h.buf) == cap(h.buf) {
+			if cap(h.buf) >= MaxClientHelloBytes {
+				return fmt.Errorf("%w: more than %d bytes", ErrClientHelloTooLarge, MaxClientHelloBytes)
+			}
+			h.grow(min(n, 2*cap(h.buf)))
+		}
 		m, err := h.r.Read(h.buf[len(h.buf):cap(h.buf)])
 		h.buf = h.buf[:len(h.buf)+m]
 		if err != nil && len(h.buf) < n {

@@ -22,7 +22,7 @@ func (s *Server) connect(ctx context.Context, ss *session, dial dialFunc) (net.C
 	if len(hosts) == 0 {
 		return nil, nil, fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", ss.route.Name, ErrNoHealthyUpstream)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ss.cfg.ConnectTimeout)
 	defer cancel()
 	start := time.Now()
 	var errs []error
@@ -46,7 +46,7 @@ func (s *Server) connect(ctx context.Context, ss *session, dial dialFunc) (net.C
 		}
 	}
 	return nil, nil, fmt.Errorf("route %q: %d of %d upstreams tried within timeouts.connect (%v), all failed: %w",
-		ss.route.Name, len(errs), len(hosts), s.cfg.ConnectTimeout, errors.Join(errs...))
+		ss.route.Name, len(errs), len(hosts), ss.cfg.ConnectTimeout, errors.Join(errs...))
 }
 
 // connectResult maps a connect error to the connection's result.

@@ -32,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		connections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_connections_total",
-			Help: "Connections accepted on TLS listeners, by how they ended (result).",
+			Help: "Connections accepted on TLS and CONNECT listeners, by how they ended (result).",
 		}, []string{"listener", "route", "result"}),
 		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "snigate_active_connections",

@@ -204,6 +204,15 @@ func (t *Table) Lookup(serverName string) (r *Route, ok bool) {
 	return t.def, t.def != nil
 }
 
+// lookupName returns the route of a routed name: exact, else wildcard;
+// never the default route.
+func (t *Table) lookupName(name string) (*Route, bool) {
+	if name == "" {
+		return nil, false
+	}
+	return t.names.Lookup(name)
+}
+
 // Routes returns the table's routes in configuration order. The slice
 // must not be modified.
 func (t *Table) Routes() []*Route { return t.routes }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,9 @@ const (
 	// DefaultWarnInterval is how often one kind of client fault is logged
 	// at Warn; metrics count every occurrence.
 	DefaultWarnInterval = 10 * time.Second
+	// DefaultConnectPort is the port a CONNECT request may name when
+	// Config.ConnectPorts is empty.
+	DefaultConnectPort = 443
 )
 
 // Config configures a Server. Each zero value means the documented
@@ -49,6 +53,12 @@ type Config struct {
 	// connections must start with a PROXY v1/v2 header; the header's
 	// source address is then the client address. Empty: none.
 	ProxyProtocolFrom []netip.Prefix
+	// ConnectPorts are the ports a CONNECT request (ServeConnect) may name:
+	// the ports of the TLS listeners. Empty: DefaultConnectPort only.
+	ConnectPorts []int
+
+	// The fields below are fixed by New; SetConfig ignores them.
+
 	// DialContext opens upstream TCP connections. nil: a net.Dialer.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// WarnInterval rate-limits Warn lines per kind of client fault.
@@ -62,7 +72,7 @@ type Config struct {
 // name and splices or bridges it to an upstream. Create it with New, call
 // Serve once per listener, and stop it with Shutdown or Close.
 type Server struct {
-	cfg    Config
+	cfg    atomic.Pointer[Config] // per-connection settings; SetConfig swaps it
 	log    *slog.Logger
 	m      *Metrics
 	routes atomic.Pointer[Table]
@@ -90,7 +100,6 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:       cfg,
 		log:       cfg.Logger,
 		m:         cfg.Metrics,
 		dial:      cfg.DialContext,
@@ -99,6 +108,7 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		quit:      make(chan struct{}),
 	}
 	s.warn.every = cfg.WarnInterval
+	s.cfg.Store(&cfg)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.routes.Store(routes)
 	return s, nil
@@ -121,6 +131,15 @@ func withDefaults(cfg *Config) error {
 	if cfg.MaxConnections == 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
+	if err := checkPorts(cfg.ConnectPorts); err != nil {
+		return err
+	}
+	if len(cfg.ConnectPorts) == 0 {
+		cfg.ConnectPorts = []int{DefaultConnectPort}
+	}
+	cfg.Allow = slices.Clone(cfg.Allow)
+	cfg.ProxyProtocolFrom = slices.Clone(cfg.ProxyProtocolFrom)
+	cfg.ConnectPorts = slices.Clone(cfg.ConnectPorts)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -129,6 +148,34 @@ func withDefaults(cfg *Config) error {
 	}
 	return nil
 }
+
+func checkPorts(ports []int) error {
+	for _, p := range ports {
+		if p < 1 || p > 65535 {
+			return fmt.Errorf("sni: connect port %d: want a TCP port from 1 to 65535", p)
+		}
+	}
+	return nil
+}
+
+// SetConfig replaces the per-connection settings (timeouts, limits,
+// Allow, ProxyProtocolFrom, ConnectPorts) for connections accepted from
+// now on; each connection keeps the settings it was accepted with.
+// DialContext, WarnInterval, Logger and Metrics stay those given to New.
+// An invalid cfg is rejected and the settings in force stay.
+func (s *Server) SetConfig(cfg Config) error {
+	if err := withDefaults(&cfg); err != nil {
+		return err
+	}
+	old := s.cfg.Load()
+	cfg.DialContext, cfg.WarnInterval, cfg.Logger, cfg.Metrics = old.DialContext, old.WarnInterval, old.Logger, old.Metrics
+	s.cfg.Store(&cfg)
+	return nil
+}
+
+// Config returns the settings new connections get, defaults filled in.
+// The result must not be modified.
+func (s *Server) Config() Config { return *s.cfg.Load() }
 
 // SetRoutes swaps the routing table atomically. Connections already routed
 // keep their route; new connections use t.
@@ -144,14 +191,17 @@ func (s *Server) Routes() *Table { return s.routes.Load() }
 // Serve accepts connections on ln until Shutdown or Close, then returns
 // ErrServerClosed; any other error is ln's. The listener label of logs and
 // metrics is ln.Addr().String(). Serve closes ln when it returns.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, kindTLS) }
+
+// serve is the accept loop of a listener of kind kindTLS or kindConnect.
+func (s *Server) serve(ln net.Listener, kind string) error {
 	if !s.trackListener(ln) {
 		ln.Close()
 		return ErrServerClosed
 	}
 	defer s.untrackListener(ln)
 	label := ln.Addr().String()
-	s.log.Info("listening", "listener", label)
+	s.log.Info("listening", "listener", label, "kind", kind)
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -170,7 +220,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.accept(c, label)
+		s.accept(c, label, kind)
 	}
 }
 
@@ -219,15 +269,15 @@ func (s *Server) untrackListener(ln net.Listener) {
 
 // accept tracks c and starts its goroutine, or refuses it at once when the
 // server is full or closing.
-func (s *Server) accept(c net.Conn, label string) {
-	ss := newSession(c, label)
+func (s *Server) accept(c net.Conn, label, kind string) {
+	ss := newSession(c, label, kind, s.cfg.Load())
 	if result := s.track(ss); result != "" {
 		c.Close()
 		ss.end(result, nil)
 		s.finish(ss)
 		if result == resultLimit {
 			s.warnf(resultLimit, "connection refused: max_connections reached; raise max_connections (and the fd limit) or add gateways",
-				"listener", label, "client", ss.clientString(), "max_connections", s.cfg.MaxConnections)
+				"listener", label, "client", ss.clientString(), "max_connections", ss.cfg.MaxConnections)
 		}
 		return
 	}
@@ -242,7 +292,7 @@ func (s *Server) track(ss *session) string {
 	if s.closing.Load() {
 		return resultShutdown
 	}
-	if s.cfg.MaxConnections > 0 && len(s.sessions) >= s.cfg.MaxConnections {
+	if ss.cfg.MaxConnections > 0 && len(s.sessions) >= ss.cfg.MaxConnections {
 		return resultLimit
 	}
 	s.sessions[ss] = struct{}{}

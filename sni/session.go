@@ -35,14 +35,24 @@ const (
 	resultShutdown      = "shutdown"
 )
 
+// Kinds of listener: the "kind" of the listening log line.
+const (
+	kindTLS     = "tls"
+	kindConnect = "connect"
+)
+
 // session is one accepted connection, from accept to its log line.
 type session struct {
 	conn     net.Conn
 	listener string
+	kind     string  // kindTLS or kindConnect
+	cfg      *Config // the settings in force when it was accepted
 	start    time.Time
 	client   net.Addr // the PROXY header's source, else conn.RemoteAddr()
 	dest     net.Addr // the PROXY header's destination, else conn.LocalAddr()
 	hello    ClientHello
+	table    *Table // CONNECT: the table the request was checked against
+	tunnelTo string // CONNECT: the canonical host the ClientHello must name
 	helloBuf *[]byte // pooled buffer behind raw, until released
 	raw      []byte  // every byte read from the client so far
 	route    *Route
@@ -58,8 +68,8 @@ type session struct {
 	err    error
 }
 
-func newSession(c net.Conn, listener string) *session {
-	return &session{conn: c, listener: listener, start: time.Now(), client: c.RemoteAddr(), dest: c.LocalAddr()}
+func newSession(c net.Conn, listener, kind string, cfg *Config) *session {
+	return &session{conn: c, listener: listener, kind: kind, cfg: cfg, start: time.Now(), client: c.RemoteAddr(), dest: c.LocalAddr()}
 }
 
 // end records how the connection ended; the first call wins.
@@ -164,7 +174,15 @@ func (s *Server) handle(ss *session) (string, error) {
 	if res, err := s.admit(ss); res != "" {
 		return res, err
 	}
+	if ss.kind == kindConnect {
+		if res, err := s.tunnelRequest(ss); res != "" {
+			return res, err
+		}
+	}
 	if res, err := s.readHello(ss); res != "" {
+		return res, err
+	}
+	if res, err := s.checkTunnelSNI(ss); res != "" {
 		return res, err
 	}
 	return s.forward(ss)
@@ -173,16 +191,16 @@ func (s *Server) handle(ss *session) (string, error) {
 // admit arms the ClientHello deadline, reads a required PROXY header and
 // applies listen.allow to the client address.
 func (s *Server) admit(ss *session) (string, error) {
-	ss.conn.SetDeadline(ss.start.Add(s.cfg.ClientHelloTimeout))
+	ss.conn.SetDeadline(ss.start.Add(ss.cfg.ClientHelloTimeout))
 	if s.closing.Load() {
 		return resultShutdown, errors.New("server shutting down")
 	}
-	if len(s.cfg.ProxyProtocolFrom) > 0 && inPrefixes(s.cfg.ProxyProtocolFrom, ss.client) {
+	if len(ss.cfg.ProxyProtocolFrom) > 0 && inPrefixes(ss.cfg.ProxyProtocolFrom, ss.client) {
 		if res, err := s.readProxy(ss); res != "" {
 			return res, err
 		}
 	}
-	if len(s.cfg.Allow) > 0 && !inPrefixes(s.cfg.Allow, ss.client) {
+	if len(ss.cfg.Allow) > 0 && !inPrefixes(ss.cfg.Allow, ss.client) {
 		s.warnf(resultDenied, "connection refused: client address not in listen.allow; add its network to listen.allow if it should pass",
 			"listener", ss.listener, "client", ss.clientString())
 		return resultDenied, fmt.Errorf("client %s not in listen.allow", ss.clientString())
@@ -300,7 +318,11 @@ func (s *Server) answerPlainHTTP(ss *session, pe *PlainHTTPError) {
 
 // forward routes the connection and hands it to the route's target.
 func (s *Server) forward(ss *session) (string, error) {
-	r, ok := s.routes.Load().Lookup(ss.hello.ServerName)
+	table := ss.table // a CONNECT tunnel's: the one its request was checked against
+	if table == nil {
+		table = s.routes.Load()
+	}
+	r, ok := table.Lookup(ss.hello.ServerName)
 	if !ok {
 		writeAlert(ss.conn, ss.hello.RecordVersion, alertUnrecognizedName)
 		s.warnf(resultUnknownSNI, "no route for the server name the client sent: add it to a route's sni, or set default_route",

@@ -88,7 +88,7 @@ func (t *spliceTarget) replay(ctx context.Context, up, c net.Conn) error {
 // either fails or the tunnel is idle, using splice(2) only while bytes are
 // queued when both are TCP connections.
 func (s *Server) pipe(ss *session, client, up net.Conn) (string, error) {
-	t := newTunnel(ss, client, up, s.cfg.IdleTimeout)
+	t := newTunnel(ss, client, up, ss.cfg.IdleTimeout)
 	cu, ok1 := client.(*net.TCPConn)
 	uu, ok2 := up.(*net.TCPConn)
 	if ok1 && ok2 {
