@@ -51,8 +51,8 @@ type session struct {
 	client   net.Addr // the PROXY header's source, else conn.RemoteAddr()
 	dest     net.Addr // the PROXY header's destination, else conn.LocalAddr()
 	hello    ClientHello
-	table    *Table // CONNECT: the table the request was checked against
-	tunnelTo string // CONNECT: the canonical host the ClientHello must name
+	table    *Table  // CONNECT: the table the request was checked against
+	tunnelTo string  // CONNECT: the canonical host the ClientHello must name
 	helloBuf *[]byte // pooled buffer behind raw, until released
 	raw      []byte  // every byte read from the client so far
 	route    *Route
