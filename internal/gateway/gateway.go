@@ -54,9 +54,10 @@ type Gateway struct {
 	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
 	ready     atomic.Bool
 
-	sni   *sni.Server
-	dns   *dnsresponder.Server
-	admin *admin.Server
+	sni      *sni.Server
+	tlsPorts []int // bound ports of listen.tls, for CONNECT; under reloadMu
+	dns      *dnsresponder.Server
+	admin    *admin.Server
 }
 
 // New loads and validates the configuration file and builds the first
@@ -101,6 +102,7 @@ func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {
 		MaxConnections:     cfg.MaxConnections,
 		Allow:              cfg.Listen.Allow,
 		ProxyProtocolFrom:  cfg.Listen.ProxyProtocolFrom,
+		ConnectPorts:       g.tlsPorts,
 		Logger:             g.log,
 		Metrics:            g.metrics.sni,
 	}
@@ -150,5 +152,18 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := g.setTLSPorts(ls.tlsPorts()); err != nil {
+		ls.close()
+		return err
+	}
 	return g.serve(ctx, ls)
+}
+
+// setTLSPorts tells the SNI server which ports CONNECT requests may name:
+// those the TLS listeners are bound to (port 0 in the file included).
+func (g *Gateway) setTLSPorts(ports []int) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	g.tlsPorts = ports
+	return g.sni.SetConfig(g.sniConfig(g.gen.Load().cfg))
 }

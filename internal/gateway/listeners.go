@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
@@ -12,10 +13,11 @@ import (
 // listeners are the sockets the gateway serves on, opened before anything
 // is started so that a port in use fails the start at once.
 type listeners struct {
-	tls    []net.Listener
-	dnsUDP net.PacketConn
-	dnsTCP net.Listener
-	admin  net.Listener
+	tls     []net.Listener
+	connect net.Listener
+	dnsUDP  net.PacketConn
+	dnsTCP  net.Listener
+	admin   net.Listener
 }
 
 func (g *Gateway) listen(cfg *config.Config) (*listeners, error) {
@@ -30,6 +32,13 @@ func (g *Gateway) listen(cfg *config.Config) (*listeners, error) {
 			return fail(fmt.Errorf("listen.tls %s: %w", addr, err))
 		}
 		ls.tls = append(ls.tls, ln)
+	}
+	if cfg.Listen.Connect != "" {
+		ln, err := net.Listen("tcp", cfg.Listen.Connect)
+		if err != nil {
+			return fail(fmt.Errorf("listen.connect %s: %w", cfg.Listen.Connect, err))
+		}
+		ls.connect = ln
 	}
 	if cfg.Listen.DNS != "" {
 		var err error
@@ -49,6 +58,18 @@ func (g *Gateway) listen(cfg *config.Config) (*listeners, error) {
 		}
 	}
 	return ls, nil
+}
+
+// tlsPorts are the ports the TLS listeners are bound to: the ports a
+// CONNECT request may name.
+func (ls *listeners) tlsPorts() []int {
+	var ports []int
+	for _, ln := range ls.tls {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && !slices.Contains(ports, a.Port) {
+			ports = append(ports, a.Port)
+		}
+	}
+	return ports
 }
 
 // listenDNS binds UDP and TCP on the same port; with port 0 the TCP
@@ -73,6 +94,9 @@ func (ls *listeners) addrs() Addrs {
 	for _, ln := range ls.tls {
 		a.TLS = append(a.TLS, ln.Addr())
 	}
+	if ls.connect != nil {
+		a.Connect = ls.connect.Addr()
+	}
 	if ls.dnsUDP != nil {
 		a.DNS = ls.dnsUDP.LocalAddr()
 	}
@@ -86,6 +110,9 @@ func (ls *listeners) close() error {
 	var errs []error
 	for _, ln := range ls.tls {
 		errs = append(errs, ln.Close())
+	}
+	if ls.connect != nil {
+		errs = append(errs, ls.connect.Close())
 	}
 	if ls.dnsUDP != nil {
 		errs = append(errs, ls.dnsUDP.Close(), ls.dnsTCP.Close())

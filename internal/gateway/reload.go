@@ -57,6 +57,9 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 	if err != nil {
 		return err
 	}
+	if err := g.sni.SetConfig(g.sniConfig(cfg)); err != nil {
+		return err
+	}
 	g.warnRestartNeeded(old.cfg, cfg)
 	old.stop()
 	gen.adopt(old)
@@ -76,7 +79,8 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 }
 
 // warnRestartNeeded names the settings a reload does not apply: the
-// listeners and the connection-level limits are fixed at start.
+// listener addresses are fixed at start. Timeouts, max_connections,
+// listen.allow and listen.proxy_protocol_from apply to new connections.
 func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
 	changed := func(key string) {
 		g.log.Warn("setting changed in the configuration file; it applies only after a restart", "key", key)
@@ -92,18 +96,6 @@ func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
 	}
 	if old.Listen.Connect != cur.Listen.Connect {
 		changed("listen.connect")
-	}
-	if !slices.Equal(old.Listen.Allow, cur.Listen.Allow) {
-		changed("listen.allow")
-	}
-	if !slices.Equal(old.Listen.ProxyProtocolFrom, cur.Listen.ProxyProtocolFrom) {
-		changed("listen.proxy_protocol_from")
-	}
-	if old.Timeouts != cur.Timeouts {
-		changed("timeouts")
-	}
-	if old.MaxConnections != cur.MaxConnections {
-		changed("max_connections")
 	}
 	if (old.Listen.DNS == "") != (cur.Listen.DNS == "") {
 		changed("dns")

@@ -80,6 +80,9 @@ func (g *Gateway) startServers(srv *servers, ls *listeners) {
 	for _, ln := range ls.tls {
 		srv.run("listen.tls "+ln.Addr().String(), func() error { return g.sni.Serve(ln) })
 	}
+	if ls.connect != nil {
+		srv.run("listen.connect", func() error { return g.sni.ServeConnect(ls.connect) })
+	}
 	if g.dns != nil && ls.dnsUDP != nil {
 		srv.run("listen.dns udp", func() error { return g.dns.ServeUDP(ls.dnsUDP) })
 		srv.run("listen.dns tcp", func() error { return g.dns.ServeTCP(ls.dnsTCP) })
