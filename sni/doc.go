@@ -14,6 +14,11 @@
 //     certificate, and the client gets the protocol the upstream chose.
 //     Then Route.BridgeFunc, or a plain copy, moves the bytes.
 //
+// ServeConnect accepts "CONNECT host:port" only for a routed name on a
+// TLS listener port, answers 200, then handles the tunnel exactly as a TLS
+// listener connection whose ClientHello must name that host; it is never
+// an open proxy.
+//
 // Upstreams are tried in the order the route's pool gives
 // (upstream.Pool.Candidates), the next one after a failed dial or
 // handshake, within Config.ConnectTimeout. Targets implement
@@ -31,7 +36,9 @@
 //	srv, err := sni.New(sni.Config{Logger: logger, Metrics: metrics}, routes)
 //	ln, err := net.Listen("tcp", ":443")
 //	go srv.Serve(ln)         // once per listener; returns ErrServerClosed
+//	go srv.ServeConnect(cln) // optional: HTTP CONNECT to the same routes (listen.connect)
 //	srv.SetRoutes(newRoutes) // on reload: new connections only
+//	srv.SetConfig(newCfg)    // on reload: timeouts, limits, allow-lists for new connections
 //	srv.Shutdown(ctx)        // stop accepting, wait for tunnels until ctx, then close them
 //
 // The caller opens the listeners; Serve closes its listener when it
