@@ -19,7 +19,8 @@
 # sniproxy (sniproxy: splice only; direct: no idle-mem).
 #
 # Fair settings: 2 worker threads or processes for every proxy (sniproxy is
-# single-threaded), HAProxy splices (option splice-auto), nginx routes with
+# single-threaded), HAProxy splices (option splice-request and
+# splice-response), nginx routes with
 # ssl_preread, logging off or at warning level (snigate logs one line per
 # connection at info, so it runs with --log-level warn).
 set -euo pipefail
@@ -170,8 +171,10 @@ routes:
       server_name: upstream.bench.test
 EOF
 
-# HAProxy: 2 threads, splice both ways when it pays (splice-auto), no log
-# section (nothing logged). HAProxy refuses to start when maxconn's sockets
+# HAProxy: 2 threads, splice both ways (splice-request and splice-response:
+# with splice-auto alone HAProxy 2.6 never spliced the download stream of
+# scenario 2, strace showed recvfrom/sendto only, 8.7 against 12 Gbit/s),
+# no log section (nothing logged). HAProxy refuses to start when maxconn's sockets
 # plus its splice pipes (maxpipes, default maxconn/4 pairs) exceed the
 # descriptor limit: cap the pipes (only busy tunnels hold one) and size
 # maxconn from what is left.
@@ -187,7 +190,8 @@ defaults
     timeout connect 5s
     timeout client 1h
     timeout server 1h
-    option splice-auto
+    option splice-request
+    option splice-response
 frontend splice
     bind 127.0.0.1:$p_haproxy
     tcp-request inspect-delay 5s
@@ -398,7 +402,7 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- a measurement during which other work on the machine used more than half a core is taken again (at most twice, 90s in all per loadgen run); the attempt with the least other work is kept"
 	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME, handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
 	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)')"
-	echo "- HAProxy: nbthread 2, option splice-auto (maxpipes 256), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
+	echo "- HAProxy: nbthread 2, option splice-request + splice-response (maxpipes 256; splice-auto alone did not splice the download stream), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
 	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass; bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
 	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
 	echo "- splice scenarios send a ClientHello captured from this Go version's crypto/tls (X25519MLKEM768 + X25519 key shares) followed by a command; bridge scenarios run crypto/tls clients (ECDSA P-256 certificates, TLS 1.3) offering $([ "$CLIENT_GROUPS" = x25519 ] && echo 'only X25519' || echo "Go's default groups (X25519MLKEM768 first)"); the upstream is a Go crypto/tls server requiring a client certificate"

@@ -269,7 +269,7 @@ func boundBy(sc string, c CPUShare, threads, cores int) string {
 		return "— (memory)"
 	case threads > 0 && c.Proxy >= 0.9*float64(threads)*100:
 		return fmt.Sprintf("proxy CPU (%d thread(s) saturated)", threads)
-	case c.Machine >= 90:
+	case c.Machine >= 85:
 		parts := map[string]float64{"proxy": c.Proxy, "loadgen": c.Loadgen, "upstream": c.Upstream, "other work": c.Other}
 		top := ""
 		for k, v := range parts {
