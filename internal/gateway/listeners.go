@@ -72,21 +72,30 @@ func (ls *listeners) tlsPorts() []int {
 	return ports
 }
 
-// listenDNS binds UDP and TCP on the same port; with port 0 the TCP
-// listener takes the port the kernel gave UDP.
+// listenDNS binds UDP and TCP on the same port. With port 0 the TCP
+// listener takes the port the kernel gave UDP; if that TCP port is taken,
+// another port is tried.
 func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
-	pc, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen.dns %s (udp): %w", addr, err)
+	host, port, _ := net.SplitHostPort(addr)
+	attempts := 1
+	if port == "0" {
+		attempts = 20
 	}
-	host, _, _ := net.SplitHostPort(addr)
-	_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
+	var err error
+	for range attempts {
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			return nil, nil, fmt.Errorf("listen.dns %s (udp): %w", addr, err)
+		}
+		_, bound, _ := net.SplitHostPort(pc.LocalAddr().String())
+		ln, terr := net.Listen("tcp", net.JoinHostPort(host, bound))
+		if terr == nil {
+			return pc, ln, nil
+		}
 		pc.Close()
-		return nil, nil, fmt.Errorf("listen.dns %s (tcp): %w", addr, err)
+		err = fmt.Errorf("listen.dns %s (tcp): %w", addr, terr)
 	}
-	return pc, ln, nil
+	return nil, nil, err
 }
 
 func (ls *listeners) addrs() Addrs {

@@ -139,3 +139,33 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestReloadAppliesAllowList: listen.allow applies to new connections on
+// reload, without a restart.
+func TestReloadAppliesAllowList(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	cfg := func(allow string) string {
+		return fmt.Sprintf("listen:\n  tls: [\"127.0.0.1:0\"]\n  allow: [%q]\nroutes:\n%s", allow, spliceRoute("a", "a.test", a.addr()))
+	}
+	w.writeConfig(cfg("10.0.0.0/8"))
+	w.start()
+	if c, err := w.dialTLS("a.test"); err == nil {
+		c.Close()
+		t.Fatal("a client outside listen.allow was served")
+	}
+	w.writeConfig(cfg("127.0.0.0/8"))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-w.reloaded
+	c, err := w.dialTLS("a.test")
+	if err != nil {
+		t.Fatalf("after the reload allowed 127.0.0.0/8: %v", err)
+	}
+	echoRoundTrip(t, c, "allowed now")
+	c.Close()
+	if w.logs.contains("applies only after a restart") {
+		t.Errorf("listen.allow reported as needing a restart:\n%s", w.logs)
+	}
+}
