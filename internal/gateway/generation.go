@@ -208,21 +208,25 @@ func (g *Gateway) upstreamTLS(gen *generation, rc *config.Route) (*tls.Config, e
 }
 
 // verifyAgainst verifies the peer's chain for the connection's server name
-// against the pool roots returns at the time of the handshake.
+// against the pool roots returns at the time of the handshake. A resumed
+// session was verified when it was established (crypto/tls does the same
+// with RootCAs), so it is not verified again.
 func verifyAgainst(roots func() *x509.CertPool) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
+		if cs.DidResume {
+			return nil
+		}
 		if len(cs.PeerCertificates) == 0 {
 			return errors.New("upstream sent no certificate")
 		}
-		inter := x509.NewCertPool()
-		for _, c := range cs.PeerCertificates[1:] {
-			inter.AddCert(c)
+		opts := x509.VerifyOptions{DNSName: cs.ServerName, Roots: roots()}
+		if len(cs.PeerCertificates) > 1 {
+			opts.Intermediates = x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(c)
+			}
 		}
-		_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
-			DNSName:       cs.ServerName,
-			Roots:         roots(),
-			Intermediates: inter,
-		})
+		_, err := cs.PeerCertificates[0].Verify(opts)
 		return err
 	}
 }
