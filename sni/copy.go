@@ -39,9 +39,17 @@ type tunnel struct {
 	idle     time.Duration // <= 0: no idle timeout
 	last     atomic.Int64  // unix nanoseconds of the last byte moved
 	started  time.Time
+	eofs     atomic.Int32 // directions that ended at end of stream
+	pipes    *pipePool    // splice pipes; nil: copy through a buffer
 	errOnce  sync.Once
 	err      error
 }
+
+// lastEOF counts a direction that reached end of stream and reports
+// whether the other one had already: then the tunnel is about to close
+// both sockets, and a half-close would be a wasted shutdown(2) (close
+// sends the FIN).
+func (t *tunnel) lastEOF() bool { return t.eofs.Add(1) == 2 }
 
 func newTunnel(ss *session, client, upstream net.Conn, idle time.Duration) *tunnel {
 	t := &tunnel{ss: ss, client: client, upstream: upstream, idle: idle}

@@ -5,8 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 )
+
+// newDialer returns the upstream dialer: no TCP keepalive (timeouts.idle
+// covers dead peers, and keepalive costs four setsockopt calls per
+// connection).
+func newDialer() *net.Dialer { return &net.Dialer{KeepAlive: -1} }
+
+// dialTCP opens a TCP connection to addr: an "ip:port" is dialed directly
+// (no resolver, no address list) unless Config.DialContext replaced the
+// default dialer.
+func (s *Server) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	if s.tcpDialer != nil {
+		if ap, err := netip.ParseAddrPort(addr); err == nil {
+			c, err := s.tcpDialer.DialTCP(ctx, "tcp", netip.AddrPort{}, ap)
+			if err != nil {
+				return nil, err // a nil *TCPConn must not become a non-nil net.Conn
+			}
+			return c, nil
+		}
+	}
+	return s.dial(ctx, "tcp", addr)
+}
 
 // dialFunc opens one upstream connection to addr, ready for the tunnel:
 // TCP plus the PROXY header and ClientHello replay (splice), or TCP plus

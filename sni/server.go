@@ -78,6 +78,10 @@ type Server struct {
 	routes atomic.Pointer[Table]
 	warn   warnLimiter
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	// tcpDialer dials "ip:port" upstreams without the resolver when
+	// Config.DialContext was nil; nil otherwise.
+	tcpDialer *net.Dialer
+	pipes     *pipePool // splice pipes, held only while bytes are in flight
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -96,6 +100,7 @@ func New(cfg Config, routes *Table) (*Server, error) {
 	if routes == nil {
 		return nil, errors.New("sni: New: nil route table")
 	}
+	custom := cfg.DialContext != nil
 	if err := withDefaults(&cfg); err != nil {
 		return nil, err
 	}
@@ -106,6 +111,10 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		listeners: make(map[net.Listener]struct{}),
 		sessions:  make(map[*session]struct{}),
 		quit:      make(chan struct{}),
+		pipes:     newPipePool(),
+	}
+	if !custom {
+		s.tcpDialer = newDialer()
 	}
 	s.warn.every = cfg.WarnInterval
 	s.cfg.Store(&cfg)
@@ -144,7 +153,7 @@ func withDefaults(cfg *Config) error {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.DialContext == nil {
-		cfg.DialContext = new(net.Dialer).DialContext
+		cfg.DialContext = newDialer().DialContext
 	}
 	return nil
 }
@@ -313,6 +322,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.beginClose()
 	done := make(chan struct{})
 	go s.waitSessions(done)
+	defer s.pipes.close()
 	select {
 	case <-done:
 		return nil
@@ -334,6 +344,7 @@ func (s *Server) Close() error {
 	s.beginClose()
 	s.closeSessions()
 	s.wg.Wait()
+	s.pipes.close()
 	return nil
 }
 

@@ -43,7 +43,7 @@ func (t *spliceTarget) HandleConn(c net.Conn) {
 // retried on the next candidate too.
 func (t *spliceTarget) dial(c net.Conn) dialFunc {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
-		up, err := t.s.dial(ctx, "tcp", addr)
+		up, err := t.s.dialTCP(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -89,6 +89,7 @@ func (t *spliceTarget) replay(ctx context.Context, up, c net.Conn) error {
 // queued when both are TCP connections.
 func (s *Server) pipe(ss *session, client, up net.Conn) (string, error) {
 	t := newTunnel(ss, client, up, ss.cfg.IdleTimeout)
+	t.pipes = s.pipes
 	cu, ok1 := client.(*net.TCPConn)
 	uu, ok2 := up.(*net.TCPConn)
 	if ok1 && ok2 {

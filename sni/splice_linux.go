@@ -2,193 +2,203 @@ package sni
 
 import (
 	"errors"
-	"io"
 	"net"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // spliceDir is one direction of a spliced tunnel between two TCP
 // connections. It never holds a pipe while waiting: it parks in the
-// runtime poller until src is readable (syscall.RawConn.Read, reading
-// nothing), asks the kernel how many bytes are queued (FIONREAD), and
-// splices exactly that many with dst.ReadFrom(&io.LimitedReader{...}), so
-// that Go's splice path returns its pipe pair to the pool without waiting
-// for more. An idle tunnel holds its two sockets and nothing else.
+// runtime poller until src is readable (syscall.RawConn.Read), then, in
+// the same callback, splices what is queued into a pipe taken from the
+// server's pool (SPLICE_F_NONBLOCK: EAGAIN means nothing yet and the pipe
+// goes back before parking, 0 means end of stream), and splices the pipe
+// out to dst (syscall.RawConn.Write). An idle tunnel holds its two
+// sockets and nothing else.
 type spliceDir struct {
 	t                *tunnel
 	src, dst         *net.TCPConn
-	rc               syscall.RawConn
+	srcRC, dstRC     syscall.RawConn
 	srcSide, dstSide string
 	counter          *atomic.Int64
 	dir              string
-	lr               io.LimitedReader
+	pipes            *pipePool
+	p                *pipe                 // held only while bytes are in flight
 	readable         func(fd uintptr) bool // d.onReadable, bound once
-	readDeadline     time.Time             // armed on src
+	writable         func(fd uintptr) bool // d.onWritable, bound once
+	tryWrite         func(fd uintptr)      // d.onWritable for RawConn.Control, bound once
 
-	// Results of onReadable.
-	queued int
+	// Results of the callbacks.
+	filled int
+	moved  int
 	opErr  error
-	peek   [1]byte
 }
 
 // spliceChunk bounds one splice: the pipe's size, so that one splice(2)
-// pair moves it, and so that the idle clock and the write deadline see
-// progress at least every chunk.
+// pair moves it, and so that the idle clock sees progress every chunk.
 const spliceChunk = 1 << 20
 
 // spliceDirections returns the two directions of a spliced tunnel.
 func (t *tunnel) spliceDirections(client, upstream *net.TCPConn) (up, down func() error, err error) {
-	u, err := t.newSpliceDir(client, upstream, sideClient, sideUpstream)
+	pipes := t.pipes
+	if pipes == nil {
+		return nil, nil, errors.ErrUnsupported
+	}
+	crc, err := client.SyscallConn()
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := t.newSpliceDir(upstream, client, sideUpstream, sideClient)
+	urc, err := upstream.SyscallConn()
 	if err != nil {
 		return nil, nil, err
 	}
-	return u.run, d.run, nil
+	dirs := new([2]spliceDir) // one allocation for both
+	dirs[0].init(t, client, upstream, crc, urc, sideClient, sideUpstream, pipes)
+	dirs[1].init(t, upstream, client, urc, crc, sideUpstream, sideClient, pipes)
+	return dirs[0].run, dirs[1].run, nil
 }
 
-func (t *tunnel) newSpliceDir(src, dst *net.TCPConn, srcSide, dstSide string) (*spliceDir, error) {
-	rc, err := src.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
+func (d *spliceDir) init(t *tunnel, src, dst *net.TCPConn, srcRC, dstRC syscall.RawConn, srcSide, dstSide string, pipes *pipePool) {
 	counter, dir := t.counters(srcSide)
-	d := &spliceDir{t: t, src: src, dst: dst, rc: rc, srcSide: srcSide, dstSide: dstSide, counter: counter, dir: dir}
+	*d = spliceDir{t: t, src: src, dst: dst, srcRC: srcRC, dstRC: dstRC, srcSide: srcSide, dstSide: dstSide,
+		counter: counter, dir: dir, pipes: pipes}
 	d.readable = d.onReadable
-	if t.idle > 0 {
-		d.readDeadline = t.started.Add(t.idle)
-	}
-	return d, nil
+	d.writable = d.onWritable
+	d.tryWrite = func(fd uintptr) { d.onWritable(fd) }
 }
 
-// run moves bytes until EOF (then half-closes dst), an error or idleness.
+// run moves bytes until EOF (then half-closes dst, unless the other
+// direction has ended already), an error or idleness.
 func (d *spliceDir) run() error {
+	defer d.dropPipe()
 	for {
-		n, err := d.wait()
+		n, err := d.fill()
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			d.dst.CloseWrite()
+			if !d.t.lastEOF() {
+				d.dst.CloseWrite()
+			}
 			return nil
 		}
-		if err := d.copy(min(n, spliceChunk)); err != nil {
+		if err := d.drain(); err != nil {
 			return err
 		}
 	}
 }
 
-// wait parks until src has bytes queued (n > 0) or reached EOF (n == 0).
-func (d *spliceDir) wait() (int, error) {
+// fill parks until src is readable, then splices what is queued into a
+// pipe: n > 0 bytes in the pipe, or 0 at end of stream.
+func (d *spliceDir) fill() (int, error) {
 	for {
-		err := d.rc.Read(d.readable)
+		err := d.srcRC.Read(d.readable)
 		switch {
 		case err == nil && d.opErr != nil:
 			return 0, &sideError{d.srcSide, d.opErr}
 		case err == nil:
-			return d.queued, nil
+			return d.filled, nil
 		case !isTimeout(err):
 			return 0, &sideError{d.srcSide, err}
 		}
-		deadline, active := d.t.rearmAt(d.src)
-		if !active {
+		if _, active := d.t.rearmAt(d.src); !active {
 			return 0, errIdle
 		}
-		d.readDeadline = deadline
 	}
 }
 
 // onReadable runs with src's descriptor each time the poller says it may
-// be readable; it reads nothing. Returning false parks until the next
-// readiness event.
+// be readable. Returning false parks until the next readiness event, and
+// then no pipe is held.
 func (d *spliceDir) onReadable(fd uintptr) bool {
 	d.opErr = nil
-	for {
-		n, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	if d.p == nil {
+		p, err := d.pipes.get()
 		if err != nil {
 			d.opErr = err
 			return true
 		}
-		if n > 0 {
-			d.queued = n
-			return true
-		}
-		// Nothing queued: end of stream, a socket error, or not yet.
-		m, err := peek(fd, &d.peek)
-		switch {
-		case err == unix.EINTR:
+		d.p = p
+	}
+	for {
+		n, err := unix.Splice(int(fd), nil, d.p.w, nil, spliceChunk, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		switch err {
+		case unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case unix.EAGAIN:
+			d.pipes.put(d.p)
+			d.p = nil
 			return false
-		case err != nil:
+		}
+		d.filled, d.opErr = int(n), err
+		d.p.n = int(n)
+		return true
+	}
+}
+
+// drain splices the pipe's bytes out to dst. It first tries without
+// waiting (the usual case: dst's send buffer has room); only if dst is
+// full does it arm a write deadline of timeouts.idle and wait.
+func (d *spliceDir) drain() error {
+	d.moved, d.opErr = 0, nil
+	err := d.dstRC.Control(d.tryWrite)
+	for err == nil && d.opErr == nil && d.p.n > 0 {
+		progressed := d.moved
+		if d.t.idle > 0 {
+			d.dst.SetWriteDeadline(time.Now().Add(d.t.idle))
+		}
+		err = d.dstRC.Write(d.writable)
+		if isTimeout(err) && d.moved > progressed {
+			err = nil // dst took bytes within the idle timeout: keep going
+		}
+	}
+	d.t.touch()
+	d.t.account(d.counter, d.dir, int64(d.moved))
+	switch {
+	case d.opErr != nil:
+		return &sideError{d.failedSide(), d.opErr}
+	case isTimeout(err):
+		return errIdle // dst accepted nothing for the idle timeout
+	case err != nil:
+		return &sideError{d.dstSide, err}
+	}
+	if d.p.n == 0 {
+		d.pipes.put(d.p)
+		d.p = nil
+	}
+	return nil
+}
+
+// onWritable splices the pipe out to dst's descriptor until it is empty
+// (true) or dst is full (false: wait for writability).
+func (d *spliceDir) onWritable(fd uintptr) bool {
+	for d.p.n > 0 {
+		n, err := unix.Splice(d.p.r, nil, int(fd), nil, d.p.n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		switch err {
+		case nil:
+			d.p.n -= int(n)
+			d.moved += int(n)
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return false
+		default:
 			d.opErr = err
 			return true
-		case m == 0:
-			d.queued = 0
-			return true
 		}
-		// A byte arrived between the two calls: count again.
 	}
+	return true
 }
 
-// peek is recv(fd, b, 1, MSG_PEEK|MSG_DONTWAIT): it tells end of stream
-// (0), a pending byte (1) or nothing yet (EAGAIN) without consuming
-// anything, and unlike unix.Recvfrom it does not allocate.
-func peek(fd uintptr, b *[1]byte) (int, error) {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
-		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
-	if errno != 0 {
-		return 0, errno
+// dropPipe closes a pipe still holding bytes that can no longer be
+// delivered, or returns an empty one.
+func (d *spliceDir) dropPipe() {
+	if d.p != nil {
+		d.pipes.put(d.p)
+		d.p = nil
 	}
-	return int(n), nil
-}
-
-// copy splices the n queued bytes to dst.
-func (d *spliceDir) copy(n int) error {
-	for {
-		start := d.t.touch()
-		if d.t.idle > 0 {
-			d.dst.SetWriteDeadline(start.Add(d.t.idle))
-			d.keepReading(start)
-		}
-		d.lr.R, d.lr.N = d.src, int64(n)
-		w, err := d.dst.ReadFrom(&d.lr)
-		d.t.touch()
-		d.t.account(d.counter, d.dir, w)
-		if err == nil {
-			return nil
-		}
-		if !isTimeout(err) {
-			return &sideError{d.failedSide(), err}
-		}
-		if w > 0 || time.Since(start) >= d.t.idle {
-			return errIdle // dst accepted nothing for the idle timeout
-		}
-		// src's read deadline passed between the wake-up and the splice:
-		// nothing was read, the bytes are still queued. Re-arm and retry.
-		d.readDeadline = time.Now().Add(d.t.idle)
-		d.src.SetReadDeadline(d.readDeadline)
-	}
-}
-
-// keepReading keeps src's read deadline beyond the write deadline of the
-// chunk starting at now: Go's splice loop checks the read deadline before
-// each drain, and a chunk can take several. It moves the deadline once per
-// eighth of the idle timeout of activity, not per chunk, so an idle tunnel
-// is still closed between 1 and 1.125 idle timeouts after its last byte.
-func (d *spliceDir) keepReading(now time.Time) {
-	if d.readDeadline.After(now.Add(d.t.idle)) {
-		return
-	}
-	d.readDeadline = now.Add(d.t.idle + d.t.idle/8)
-	d.src.SetReadDeadline(d.readDeadline)
 }
 
 // failedSide tells which side a failed splice was about: the one whose

@@ -8,6 +8,7 @@ import (
 
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/sni"
 )
 
 // listeners are the sockets the gateway serves on, opened before anything
@@ -27,14 +28,14 @@ func (g *Gateway) listen(cfg *config.Config) (*listeners, error) {
 		return nil, err
 	}
 	for _, addr := range cfg.Listen.TLS {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := sni.Listen("tcp", addr)
 		if err != nil {
 			return fail(fmt.Errorf("listen.tls %s: %w", addr, err))
 		}
 		ls.tls = append(ls.tls, ln)
 	}
 	if cfg.Listen.Connect != "" {
-		ln, err := net.Listen("tcp", cfg.Listen.Connect)
+		ln, err := sni.Listen("tcp", cfg.Listen.Connect)
 		if err != nil {
 			return fail(fmt.Errorf("listen.connect %s: %w", cfg.Listen.Connect, err))
 		}
