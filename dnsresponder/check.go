@@ -17,6 +17,7 @@ var (
 	errClass       = errors.New("unknown class: answered FORMERR")
 	errOPTs        = errors.New("more than one OPT record: answered FORMERR")
 	errEDNSVersion = errors.New("EDNS version other than 0: answered BADVERS")
+	errOverloaded  = errors.New("DefaultMaxInFlight queries already waiting on forwarders: not answered, the client retries")
 )
 
 // queryProblem returns how to answer a query the handler must not answer

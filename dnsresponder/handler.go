@@ -175,3 +175,24 @@ func (h *Handler) InvalidMsg(m []byte, err error) {
 	h.m.query(qtypeInvalid, result, -1)
 	h.warn.log(result, "", err)
 }
+
+// mayBlock reports whether answering req may wait on the network: a
+// well-formed IN query about a name that is not routed, with forwarders
+// to ask. The UDP loop answers every other query on its reading goroutine.
+func (h *Handler) mayBlock(req *dns.Msg) bool {
+	if h.fwd == nil {
+		return false
+	}
+	if _, err := queryProblem(req); err != nil {
+		return false
+	}
+	q := req.Question[0]
+	return q.Qclass == dns.ClassINET && !h.policy.Routed(q.Name)
+}
+
+// overloaded records a query the server dropped because too many were
+// waiting on forwarders already.
+func (h *Handler) overloaded(req *dns.Msg, client string) {
+	h.m.query(qtypeLabel(req), ResultDropped, -1)
+	h.warn.logMsg("dns: too many queries waiting on forwarders, dropped one", ResultDropped+" overloaded", client, errOverloaded)
+}

@@ -113,19 +113,21 @@ func newUpstream(t testing.TB, h dns.HandlerFunc) *upstream {
 	return u
 }
 
-// listenPair opens UDP and TCP sockets on the same free port of host.
+// listenPair opens UDP and TCP sockets on the same free port of host. The
+// TCP port is chosen first: on a machine full of TIME_WAIT connections
+// (load runs next door) a free UDP port is often taken for TCP.
 func listenPair(t testing.TB, host string) (net.PacketConn, net.Listener) {
 	t.Helper()
-	for range 20 {
-		pc, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
+	for range 100 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
-			t.Fatalf("listen udp: %v", err)
+			t.Fatalf("listen tcp: %v", err)
 		}
-		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		pc, err := net.ListenPacket("udp", ln.Addr().String())
 		if err == nil {
 			return pc, ln
 		}
-		pc.Close()
+		ln.Close()
 	}
 	t.Fatalf("no port free for both udp and tcp on %s", host)
 	return nil, nil

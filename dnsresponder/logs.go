@@ -2,6 +2,7 @@ package dnsresponder
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 )
@@ -33,16 +34,22 @@ func newWarnLimiter(logger *slog.Logger) *warnLimiter {
 // log warns about a bad query from client ("" when unknown), answered as
 // result, unless one was logged for result within warnEvery.
 func (l *warnLimiter) log(result, client string, err error) {
+	l.logMsg("dns: bad query", result, client, err)
+}
+
+// logMsg warns msg about a query from client, unless one was logged for
+// key within warnEvery; the line's result is key's first word.
+func (l *warnLimiter) logMsg(msg, key, client string, err error) {
 	now := l.now()
 	l.mu.Lock()
-	if last, ok := l.last[result]; ok && now.Sub(last) < warnEvery {
-		l.left[result]++
+	if last, ok := l.last[key]; ok && now.Sub(last) < warnEvery {
+		l.left[key]++
 		l.mu.Unlock()
 		return
 	}
-	left := l.left[result]
-	l.last[result], l.left[result] = now, 0
+	left := l.left[key]
+	l.last[key], l.left[key] = now, 0
 	l.mu.Unlock()
-	l.logger.Warn("dns: bad query", "client", client, "result", result, "err", err,
-		"suppressed", left)
+	result, _, _ := strings.Cut(key, " ")
+	l.logger.Warn(msg, "client", client, "result", result, "err", err, "suppressed", left)
 }

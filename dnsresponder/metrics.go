@@ -143,7 +143,12 @@ func qtypeLabel(req *dns.Msg) string {
 	if req == nil || len(req.Question) != 1 {
 		return qtypeInvalid
 	}
-	if s, ok := dns.TypeToString[req.Question[0].Qtype]; ok {
+	return qtypeName(req.Question[0].Qtype)
+}
+
+// qtypeName is the qtype label of a question of type t.
+func qtypeName(t uint16) string {
+	if s, ok := dns.TypeToString[t]; ok {
 		return s
 	}
 	return qtypeOther

@@ -31,6 +31,7 @@ type Policy struct {
 	a     []net.IP // 4-byte form
 	aaaa  []net.IP // 16-byte form
 	ttl   uint32   // seconds
+	wire  wireAnswers
 }
 
 // NewPolicy returns the policy for the routed names in names (nil: none)
@@ -56,6 +57,7 @@ func NewPolicy(names *sni.NameTable[struct{}], answer []netip.Addr, ttl time.Dur
 			p.aaaa = append(p.aaaa, net.IP(b[:]))
 		}
 	}
+	p.wire = newWireAnswers(p.a, p.aaaa, p.ttl)
 	return p
 }
 

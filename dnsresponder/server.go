@@ -21,8 +21,9 @@ var ErrServerClosed = errors.New("dnsresponder: server closed")
 // answered FORMERR.
 const readBufferSize = 4096
 
-// Server serves DNS over UDP and TCP on sockets the caller opened, with
-// miekg/dns doing the reading and writing. Its handler can be replaced at
+// Server serves DNS over UDP and TCP on sockets the caller opened: UDP
+// with its own loop (a few reading goroutines, routed names answered
+// straight from the wire by a Handler), TCP with miekg/dns. Its handler can be replaced at
 // any time (a reload); queries in flight finish with the old one. Every
 // packet, even one that cannot be parsed, reaches the handler or its
 // InvalidMsg method, so all of them are counted.
@@ -37,8 +38,22 @@ type Server struct {
 
 	mu      sync.Mutex
 	closed  bool
-	running map[*dns.Server]chan struct{} // closed when that Serve call returns
+	running map[stopper]chan struct{} // closed when that Serve call returns
+
+	udpReaders  int // reading goroutines per UDP socket; 0: GOMAXPROCS
+	maxInFlight int // UDP queries on goroutines of their own; 0: DefaultMaxInFlight
 }
+
+// stopper is one Serve call in progress, as Shutdown sees it.
+type stopper interface {
+	shutdown(ctx context.Context) error
+}
+
+// miekgServer is a socket served by miekg/dns (TCP, and UDP sockets other
+// than *net.UDPConn).
+type miekgServer struct{ *dns.Server }
+
+func (m miekgServer) shutdown(ctx context.Context) error { return m.ShutdownContext(ctx) }
 
 type handlerBox struct{ h dns.Handler }
 
@@ -54,7 +69,7 @@ func NewServer(h dns.Handler, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{logger: logger, running: make(map[*dns.Server]chan struct{})}
+	s := &Server{logger: logger, running: make(map[stopper]chan struct{})}
 	s.SetHandler(h)
 	return s
 }
@@ -78,23 +93,24 @@ func refuse(w dns.ResponseWriter, req *dns.Msg) {
 // close pc; it returns nil then. Call it once per socket, from its own
 // goroutine. On a socket bound to a wildcard address (":53") each reply
 // leaves from the address its query came to (IP_PKTINFO).
+//
+// A *net.UDPConn is read by GOMAXPROCS goroutines, each answering a query
+// before reading the next; only queries that may wait on the network
+// (forwarded, or any query for a handler other than Handler) get a
+// goroutine of their own, at most DefaultMaxInFlight at once (the rest are
+// dropped and counted). Any other net.PacketConn is served by miekg/dns.
 func (s *Server) ServeUDP(pc net.PacketConn) error {
-	return s.serve(&dns.Server{PacketConn: plainIfBound(pc), Net: "udp", UDPSize: readBufferSize}, pc.LocalAddr())
-}
-
-// boundPacketConn hides a *net.UDPConn from miekg/dns, which then reads
-// and writes without per-packet control messages (IP_PKTINFO): ~8% less
-// CPU per query. Only for a socket bound to one address, whose replies
-// can leave from nowhere else.
-type boundPacketConn struct{ net.PacketConn }
-
-func plainIfBound(pc net.PacketConn) net.PacketConn {
-	if u, ok := pc.(*net.UDPConn); ok {
-		if a, ok := u.LocalAddr().(*net.UDPAddr); ok && !a.IP.IsUnspecified() {
-			return boundPacketConn{pc}
-		}
+	conn, ok := pc.(*net.UDPConn)
+	if !ok {
+		return s.serve(&dns.Server{PacketConn: pc, Net: "udp", UDPSize: readBufferSize}, pc.LocalAddr())
 	}
-	return pc
+	u := newUDPServer(s, conn)
+	if !s.track(u) {
+		conn.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(u)
+	return u.serve()
 }
 
 // ServeTCP accepts connections on ln and answers the queries on them until
@@ -110,13 +126,13 @@ func (s *Server) serve(srv *dns.Server, addr net.Addr) error {
 	srv.MsgAcceptFunc = acceptAll
 	srv.MsgInvalidFunc = s.invalid
 	srv.NotifyStartedFunc = func() { s.started(srv, addr, &kick) }
-	if !s.track(srv) {
+	if !s.track(miekgServer{srv}) {
 		closeSocket(srv)
 		return ErrServerClosed
 	}
 	err := srv.ActivateAndServe()
 	kick.Wait()
-	s.untrack(srv)
+	s.untrack(miekgServer{srv})
 	if err != nil {
 		return fmt.Errorf("serve dns on %s %s: %w", addr.Network(), addr, err)
 	}
@@ -149,13 +165,18 @@ func (s *Server) started(srv *dns.Server, addr net.Addr, kick *sync.WaitGroup) {
 		kick.Go(func() { srv.Shutdown() }) //nolint:errcheck // reported by the Shutdown caller
 		return
 	}
+	s.announce(addr)
+}
+
+// announce logs that addr is served and tells NotifyStartedFunc.
+func (s *Server) announce(addr net.Addr) {
 	s.logger.Info("dns: serving", "listener", addr.String(), "network", addr.Network())
 	if s.NotifyStartedFunc != nil {
 		s.NotifyStartedFunc(addr)
 	}
 }
 
-func (s *Server) track(srv *dns.Server) bool {
+func (s *Server) track(srv stopper) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -165,7 +186,7 @@ func (s *Server) track(srv *dns.Server) bool {
 	return true
 }
 
-func (s *Server) untrack(srv *dns.Server) {
+func (s *Server) untrack(srv stopper) {
 	s.mu.Lock()
 	done := s.running[srv]
 	delete(s.running, srv)
@@ -193,7 +214,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for srv := range running {
-		wg.Go(func() { srv.ShutdownContext(ctx) }) //nolint:errcheck // "not started": started() stops it
+		wg.Go(func() { srv.shutdown(ctx) }) //nolint:errcheck // miekg's "not started": started() stops it
 	}
 	wg.Wait()
 	for _, done := range running {
