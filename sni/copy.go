@@ -52,7 +52,15 @@ type tunnel struct {
 func (t *tunnel) lastEOF() bool { return t.eofs.Add(1) == 2 }
 
 func newTunnel(ss *session, client, upstream net.Conn, idle time.Duration) *tunnel {
-	t := &tunnel{ss: ss, client: client, upstream: upstream, idle: idle}
+	t := new(tunnel)
+	t.init(ss, client, upstream, idle)
+	return t
+}
+
+// init starts the idle clock of a tunnel between client and upstream and
+// arms their read deadlines.
+func (t *tunnel) init(ss *session, client, upstream net.Conn, idle time.Duration) {
+	t.ss, t.client, t.upstream, t.idle = ss, client, upstream, idle
 	now := t.touch()
 	t.started = now
 	var deadline time.Time // none: also clears a deadline left from the handshake phase
@@ -61,7 +69,6 @@ func newTunnel(ss *session, client, upstream net.Conn, idle time.Duration) *tunn
 	}
 	client.SetReadDeadline(deadline)
 	upstream.SetReadDeadline(deadline)
-	return t
 }
 
 // touch records activity now and returns the time.
@@ -123,16 +130,23 @@ func runDirection(t *tunnel, dir func() error, done chan<- struct{}) {
 }
 
 func (t *tunnel) verdict() (string, error) {
-	var se *sideError
 	switch {
 	case t.err == nil:
 		return resultOK, nil
 	case errors.Is(t.err, errIdle):
 		return resultIdle, fmt.Errorf("idle for %v: %w", t.idle, errIdle)
-	case errors.As(t.err, &se) && se.side == sideUpstream:
+	case upstreamFault(t.err):
 		return resultUpstreamError, t.err
 	}
 	return resultClientError, t.err
+}
+
+// upstreamFault reports an error attributed to the upstream side. It is a
+// function of its own so that the errors.As target escapes to the heap only
+// when there is an error.
+func upstreamFault(err error) bool {
+	var se *sideError
+	return errors.As(err, &se) && se.side == sideUpstream
 }
 
 // counters returns the session counter and metrics direction for bytes

@@ -5,41 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"time"
 )
 
 // newDialer returns the upstream dialer: no TCP keepalive (timeouts.idle
 // covers dead peers, and keepalive costs four setsockopt calls per
-// connection).
+// connection). Dialer.DialTCP with a netip.AddrPort would skip the address
+// parsing, but as of Go 1.26 it binds the zero local address explicitly
+// (bind to port 0 before connect), which picks ephemeral ports without
+// regard to the destination and exhausted them under the bench's
+// connection rate; DialContext does not bind.
 func newDialer() *net.Dialer { return &net.Dialer{KeepAlive: -1} }
-
-// dialTCP opens a TCP connection to addr: an "ip:port" is dialed directly
-// (no resolver, no address list) unless Config.DialContext replaced the
-// default dialer.
-func (s *Server) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
-	if s.tcpDialer != nil {
-		if ap, err := netip.ParseAddrPort(addr); err == nil {
-			c, err := s.tcpDialer.DialTCP(ctx, "tcp", netip.AddrPort{}, ap)
-			if err != nil {
-				return nil, err // a nil *TCPConn must not become a non-nil net.Conn
-			}
-			return c, nil
-		}
-	}
-	return s.dial(ctx, "tcp", addr)
-}
 
 // dialFunc opens one upstream connection to addr, ready for the tunnel:
 // TCP plus the PROXY header and ClientHello replay (splice), or TCP plus
 // the TLS handshake (bridge).
 type dialFunc func(ctx context.Context, addr string) (net.Conn, error)
 
+func (f dialFunc) dialUpstream(ctx context.Context, addr string) (net.Conn, error) {
+	return f(ctx, addr)
+}
+
+// upstreamDialer opens one upstream connection to addr, ready for the
+// tunnel; a dialFunc is one.
+type upstreamDialer interface {
+	dialUpstream(ctx context.Context, addr string) (net.Conn, error)
+}
+
 // connect tries the route's candidates in order until dial succeeds, all
 // within ConnectTimeout, and returns the connection with the release func
 // of the host's active count. Nothing has been sent to the client yet, so
 // each failure moves on to the next candidate.
-func (s *Server) connect(ctx context.Context, ss *session, dial dialFunc) (net.Conn, func(), error) {
+func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) (net.Conn, func(), error) {
 	hosts := ss.route.Pool.Candidates()
 	if len(hosts) == 0 {
 		return nil, nil, fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", ss.route.Name, ErrNoHealthyUpstream)
@@ -50,7 +47,7 @@ func (s *Server) connect(ctx context.Context, ss *session, dial dialFunc) (net.C
 	var errs []error
 	for _, h := range hosts {
 		release := h.Acquire()
-		c, err := dial(ctx, h.Addr())
+		c, err := dial.dialUpstream(ctx, h.Addr())
 		if err == nil {
 			ss.upstream = h.Addr()
 			if ss.rm != nil {

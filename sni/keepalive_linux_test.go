@@ -54,7 +54,7 @@ func TestNoKeepAlive(t *testing.T) {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	for _, addr := range []string{ln.Addr().String(), net.JoinHostPort("localhost", port)} {
 		t.Run(addr, func(t *testing.T) {
-			c, err := s.dialTCP(context.Background(), addr)
+			c, err := s.dial(context.Background(), "tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -144,3 +144,15 @@ func (rm *routeMetrics) addBytes(dir string, n int64) {
 		rm.down.Add(float64(n))
 	}
 }
+
+func (rm *routeMetrics) activeInc() {
+	if rm != nil {
+		rm.active.Inc()
+	}
+}
+
+func (rm *routeMetrics) activeDec() {
+	if rm != nil {
+		rm.active.Dec()
+	}
+}

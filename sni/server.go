@@ -78,10 +78,7 @@ type Server struct {
 	routes atomic.Pointer[Table]
 	warn   warnLimiter
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	// tcpDialer dials "ip:port" upstreams without the resolver when
-	// Config.DialContext was nil; nil otherwise.
-	tcpDialer *net.Dialer
-	pipes     *pipePool // splice pipes, held only while bytes are in flight
+	pipes  *pipePool // splice pipes, held only while bytes are in flight
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -100,7 +97,6 @@ func New(cfg Config, routes *Table) (*Server, error) {
 	if routes == nil {
 		return nil, errors.New("sni: New: nil route table")
 	}
-	custom := cfg.DialContext != nil
 	if err := withDefaults(&cfg); err != nil {
 		return nil, err
 	}
@@ -112,9 +108,6 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		sessions:  make(map[*session]struct{}),
 		quit:      make(chan struct{}),
 		pipes:     newPipePool(),
-	}
-	if !custom {
-		s.tcpDialer = newDialer()
 	}
 	s.warn.every = cfg.WarnInterval
 	s.cfg.Store(&cfg)
@@ -290,7 +283,8 @@ func (s *Server) accept(c net.Conn, label, kind string) {
 		}
 		return
 	}
-	s.wg.Go(func() { s.serveConn(ss) })
+	s.wg.Add(1)
+	go s.serveConn(ss)
 }
 
 // track adds ss to the connection set; it returns the result that refuses

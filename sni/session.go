@@ -33,6 +33,9 @@ const (
 	resultIdle          = "idle_timeout"
 	resultClientError   = "client_error"
 	resultShutdown      = "shutdown"
+	// resultDetached is never logged: handle returns it when the tunnel's
+	// goroutines own the session from then on.
+	resultDetached = "detached"
 )
 
 // Kinds of listener: the "kind" of the listening log line.
@@ -60,6 +63,7 @@ type session struct {
 	upstream string
 	up, down atomic.Int64
 	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
+	splice   spliceTunnel
 
 	mu     sync.Mutex
 	peer   net.Conn // upstream connection, closed by abort
@@ -165,9 +169,16 @@ func inPrefixes(ps []netip.Prefix, a net.Addr) bool {
 }
 
 // serveConn runs one connection from its first byte to its log line.
+// It holds one count of s.wg, which a spliced session hands to its
+// tunnel.
 func (s *Server) serveConn(ss *session) {
-	defer s.finish(ss)
-	ss.end(s.handle(ss))
+	res, err := s.handle(ss)
+	if res == resultDetached {
+		return
+	}
+	ss.end(res, err)
+	s.finish(ss)
+	s.wg.Done()
 }
 
 func (s *Server) handle(ss *session) (string, error) {
@@ -330,20 +341,18 @@ func (s *Server) forward(ss *session) (string, error) {
 		return resultUnknownSNI, fmt.Errorf("%w %q", ErrUnknownServerName, ss.hello.ServerName)
 	}
 	ss.route, ss.rm = r, s.m.forRoute(r)
-	if ss.rm != nil {
-		ss.rm.active.Inc()
-		defer ss.rm.active.Dec()
+	ss.rm.activeInc()
+	if r.Mode != ModeBridge {
+		res, err := s.splice(ss)
+		if res != resultDetached {
+			ss.rm.activeDec()
+		}
+		return res, err
 	}
 	pc := &tcpproxy.Conn{HostName: ss.hello.ServerName, Peeked: ss.raw, Conn: ss.conn}
-	s.target(ss).HandleConn(pc)
+	(&bridgeTarget{s: s, ss: ss}).HandleConn(pc)
+	ss.rm.activeDec()
 	return "", nil // the target recorded the outcome
-}
-
-func (s *Server) target(ss *session) tcpproxy.Target {
-	if ss.route.Mode == ModeBridge {
-		return &bridgeTarget{s: s, ss: ss}
-	}
-	return &spliceTarget{s: s, ss: ss}
 }
 
 // finish closes the connection, untracks it, counts it and writes its log
@@ -363,6 +372,9 @@ func (s *Server) finish(ss *session) {
 		}
 	}
 	s.m.connection(ss.listener, ss.routeName(), result)
+	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
 	attrs := []slog.Attr{
 		slog.String("listener", ss.listener),
 		slog.String("client", ss.clientString()),

@@ -4,99 +4,142 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
-
-	"github.com/inetaf/tcpproxy"
 )
 
-// spliceTarget forwards a connection's raw bytes to an upstream: TLS stays
-// end to end. It is created per connection.
-type spliceTarget struct {
-	s  *Server
-	ss *session
+// direction is one way of a tunnel: it moves bytes until EOF (then
+// half-closes its destination), an error or idleness.
+type direction interface{ run() error }
+
+// spliceTunnel is the splice phase of a session: the upstream connection,
+// the copying state of both directions, and the bookkeeping of the
+// goroutines that run them. It lives inside the session (one allocation
+// per connection). Once the tunnel is set up, the accept goroutine, whose
+// stack grew while it parsed the ClientHello and dialed, returns; each
+// direction runs in a fresh goroutine with a small stack, and the last one
+// to return ends the session.
+type spliceTunnel struct {
+	tunnel
+	s       *Server
+	dirs    spliceDirs
+	up      net.Conn
+	release func()
+	left    atomic.Int32 // directions still running
 }
 
-var _ tcpproxy.Target = (*spliceTarget)(nil)
-
-// HandleConn implements tcpproxy.Target: c is the client connection with
-// its ClientHello in c.(*tcpproxy.Conn).Peeked. It closes c.
-func (t *spliceTarget) HandleConn(c net.Conn) {
-	defer c.Close()
-	t.ss.conn.SetDeadline(time.Time{})
-	up, release, err := t.s.connect(t.s.ctx, t.ss, t.dial(c))
+// splice connects the session to an upstream, replays the ClientHello and
+// starts the tunnel. It returns resultDetached when the tunnel's
+// goroutines own the session from then on.
+func (s *Server) splice(ss *session) (string, error) {
+	ss.conn.SetDeadline(time.Time{})
+	st := &ss.splice
+	st.s, st.ss = s, ss
+	up, release, err := s.connect(s.ctx, ss, st)
 	if err != nil {
-		t.s.connectFailed(t.ss, err)
-		return
+		s.connectFailed(ss, err)
+		return "", nil
 	}
-	defer release()
-	defer up.Close()
-	if !t.ss.setPeer(up) {
-		return
+	if !ss.setPeer(up) {
+		up.Close()
+		release()
+		return "", nil
 	}
-	t.ss.releaseHello()
-	t.ss.inTunnel.Store(true)
-	t.ss.end(t.s.pipe(t.ss, tcpproxy.UnderlyingConn(c), up))
+	st.up, st.release = up, release
+	ss.releaseHello()
+	ss.inTunnel.Store(true)
+	st.start()
+	return resultDetached, nil
 }
 
-// dial returns the dialFunc of this connection: TCP, then the PROXY header
-// and the ClientHello bytes in one write, so that a failed write is
-// retried on the next candidate too.
-func (t *spliceTarget) dial(c net.Conn) dialFunc {
-	return func(ctx context.Context, addr string) (net.Conn, error) {
-		up, err := t.s.dialTCP(ctx, addr)
-		if err != nil {
-			return nil, err
-		}
-		if err := t.replay(ctx, up, c); err != nil {
-			up.Close()
-			return nil, err
-		}
-		return up, nil
+// dialUpstream implements upstreamDialer: TCP, then the PROXY header and
+// the ClientHello bytes, so that a failed write is retried on the next
+// candidate too.
+func (st *spliceTunnel) dialUpstream(ctx context.Context, addr string) (net.Conn, error) {
+	up, err := st.s.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
 	}
+	if err := st.replay(ctx, up); err != nil {
+		up.Close()
+		return nil, err
+	}
+	return up, nil
 }
 
-func (t *spliceTarget) replay(ctx context.Context, up, c net.Conn) error {
-	pc, _ := c.(*tcpproxy.Conn)
-	bufs := make(net.Buffers, 0, 2)
-	if v := t.ss.route.ProxyProtocol; v != ProxyProtocolNone {
-		hdr, err := formatProxyHeader(v, t.ss.client, t.ss.dest)
-		if err != nil {
-			return fmt.Errorf("format PROXY %s header: %w", v, err)
-		}
-		bufs = append(bufs, hdr)
-	}
-	if pc != nil && len(pc.Peeked) > 0 {
-		bufs = append(bufs, pc.Peeked)
-	}
+func (st *spliceTunnel) replay(ctx context.Context, up net.Conn) error {
+	ss := st.ss
 	if d, ok := ctx.Deadline(); ok {
 		up.SetWriteDeadline(d)
 		defer up.SetWriteDeadline(time.Time{})
 	}
-	if _, err := bufs.WriteTo(up); err != nil {
+	var err error
+	if v := ss.route.ProxyProtocol; v != ProxyProtocolNone {
+		hdr, ferr := formatProxyHeader(v, ss.client, ss.dest)
+		if ferr != nil {
+			return fmt.Errorf("format PROXY %s header: %w", v, ferr)
+		}
+		bufs := net.Buffers{hdr, ss.raw}
+		_, err = bufs.WriteTo(up)
+	} else if len(ss.raw) > 0 {
+		_, err = up.Write(ss.raw)
+	}
+	if err != nil {
 		return fmt.Errorf("send ClientHello: %w", err)
 	}
-	if pc != nil {
-		n := int64(len(pc.Peeked))
-		t.ss.up.Add(n)
-		t.ss.rm.addBytes(DirectionUpstream, n)
-		pc.Peeked = nil
-	}
+	n := int64(len(ss.raw))
+	ss.up.Add(n)
+	ss.rm.addBytes(DirectionUpstream, n)
 	return nil
 }
 
-// pipe copies between client and upstream until both directions end,
-// either fails or the tunnel is idle, using splice(2) only while bytes are
-// queued when both are TCP connections.
-func (s *Server) pipe(ss *session, client, up net.Conn) (string, error) {
-	t := newTunnel(ss, client, up, ss.cfg.IdleTimeout)
-	t.pipes = s.pipes
-	cu, ok1 := client.(*net.TCPConn)
-	uu, ok2 := up.(*net.TCPConn)
+// start runs both directions, each in its own goroutine, counted in the
+// server's WaitGroup until the session is finished.
+func (st *spliceTunnel) start() {
+	ss := st.ss
+	st.init(ss, ss.conn, st.up, ss.cfg.IdleTimeout)
+	st.pipes = st.s.pipes
+	up, down := st.directions()
+	st.left.Store(2)
+	st.s.wg.Add(1) // the session holds one already: one per direction
+	go st.runDirection(up)
+	go st.runDirection(down)
+}
+
+// directions returns the spliced directions when both sides are TCP
+// (Linux), else copying ones.
+func (st *spliceTunnel) directions() (up, down direction) {
+	cu, ok1 := st.client.(*net.TCPConn)
+	uu, ok2 := st.upstream.(*net.TCPConn)
 	if ok1 && ok2 {
-		if upDir, downDir, err := t.spliceDirections(cu, uu); err == nil {
-			return t.run(upDir, downDir)
+		if up, down, err := st.dirs.init(&st.tunnel, cu, uu); err == nil {
+			return up, down
 		}
 	}
-	return t.run(t.copier(client, up, sideClient, sideUpstream, DirectionUpstream).run,
-		t.copier(up, client, sideUpstream, sideClient, DirectionDownstream).run)
+	return st.copier(st.client, st.upstream, sideClient, sideUpstream, DirectionUpstream),
+		st.copier(st.upstream, st.client, sideUpstream, sideClient, DirectionDownstream)
+}
+
+// runDirection is the body of a direction's goroutine; the last one ends
+// the session.
+func (st *spliceTunnel) runDirection(d direction) {
+	if err := d.run(); err != nil {
+		st.fail(err)
+	}
+	if st.left.Add(-1) == 0 {
+		st.finish()
+	}
+	st.s.wg.Done()
+}
+
+// finish records the tunnel's outcome, closes both sockets and ends the
+// session as serveConn would have.
+func (st *spliceTunnel) finish() {
+	ss := st.ss
+	ss.end(st.verdict())
+	st.up.Close()
+	ss.conn.Close()
+	st.release()
+	ss.rm.activeDec()
+	st.s.finish(ss)
 }

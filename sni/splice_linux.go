@@ -27,9 +27,9 @@ type spliceDir struct {
 	dir              string
 	pipes            *pipePool
 	p                *pipe                 // held only while bytes are in flight
-	readable         func(fd uintptr) bool // d.onReadable, bound once
-	writable         func(fd uintptr) bool // d.onWritable, bound once
-	tryWrite         func(fd uintptr)      // d.onWritable for RawConn.Control, bound once
+	callback         func(fd uintptr) bool // d.onReady, bound once
+	writing          bool                  // callback: onWritable rather than onReadable
+	armed            bool                  // onWritable armed dst's write deadline
 
 	// Results of the callbacks.
 	filled int
@@ -41,8 +41,12 @@ type spliceDir struct {
 // pair moves it, and so that the idle clock sees progress every chunk.
 const spliceChunk = 1 << 20
 
-// spliceDirections returns the two directions of a spliced tunnel.
-func (t *tunnel) spliceDirections(client, upstream *net.TCPConn) (up, down func() error, err error) {
+// spliceDirs are the two directions of a spliced tunnel, held by value in
+// the session.
+type spliceDirs [2]spliceDir
+
+// init sets up both directions between two TCP connections.
+func (dirs *spliceDirs) init(t *tunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
 	pipes := t.pipes
 	if pipes == nil {
 		return nil, nil, errors.ErrUnsupported
@@ -55,19 +59,16 @@ func (t *tunnel) spliceDirections(client, upstream *net.TCPConn) (up, down func(
 	if err != nil {
 		return nil, nil, err
 	}
-	dirs := new([2]spliceDir) // one allocation for both
 	dirs[0].init(t, client, upstream, crc, urc, sideClient, sideUpstream, pipes)
 	dirs[1].init(t, upstream, client, urc, crc, sideUpstream, sideClient, pipes)
-	return dirs[0].run, dirs[1].run, nil
+	return &dirs[0], &dirs[1], nil
 }
 
 func (d *spliceDir) init(t *tunnel, src, dst *net.TCPConn, srcRC, dstRC syscall.RawConn, srcSide, dstSide string, pipes *pipePool) {
 	counter, dir := t.counters(srcSide)
 	*d = spliceDir{t: t, src: src, dst: dst, srcRC: srcRC, dstRC: dstRC, srcSide: srcSide, dstSide: dstSide,
 		counter: counter, dir: dir, pipes: pipes}
-	d.readable = d.onReadable
-	d.writable = d.onWritable
-	d.tryWrite = func(fd uintptr) { d.onWritable(fd) }
+	d.callback = d.onReady
 }
 
 // run moves bytes until EOF (then half-closes dst, unless the other
@@ -95,7 +96,8 @@ func (d *spliceDir) run() error {
 // pipe: n > 0 bytes in the pipe, or 0 at end of stream.
 func (d *spliceDir) fill() (int, error) {
 	for {
-		err := d.srcRC.Read(d.readable)
+		d.writing = false
+		err := d.srcRC.Read(d.callback)
 		switch {
 		case err == nil && d.opErr != nil:
 			return 0, &sideError{d.srcSide, d.opErr}
@@ -139,21 +141,14 @@ func (d *spliceDir) onReadable(fd uintptr) bool {
 	}
 }
 
-// drain splices the pipe's bytes out to dst. It first tries without
-// waiting (the usual case: dst's send buffer has room); only if dst is
-// full does it arm a write deadline of timeouts.idle and wait.
+// drain splices the pipe's bytes out to dst. The write deadline
+// (timeouts.idle without progress) is armed only when dst is full and the
+// direction has to wait, which is rare.
 func (d *spliceDir) drain() error {
-	d.moved, d.opErr = 0, nil
-	err := d.dstRC.Control(d.tryWrite)
-	for err == nil && d.opErr == nil && d.p.n > 0 {
-		progressed := d.moved
-		if d.t.idle > 0 {
-			d.dst.SetWriteDeadline(time.Now().Add(d.t.idle))
-		}
-		err = d.dstRC.Write(d.writable)
-		if isTimeout(err) && d.moved > progressed {
-			err = nil // dst took bytes within the idle timeout: keep going
-		}
+	d.moved, d.opErr, d.writing, d.armed = 0, nil, true, false
+	err := d.dstRC.Write(d.callback)
+	if d.armed {
+		d.dst.SetWriteDeadline(time.Time{})
 	}
 	d.t.touch()
 	d.t.account(d.counter, d.dir, int64(d.moved))
@@ -165,24 +160,37 @@ func (d *spliceDir) drain() error {
 	case err != nil:
 		return &sideError{d.dstSide, err}
 	}
-	if d.p.n == 0 {
-		d.pipes.put(d.p)
-		d.p = nil
-	}
+	d.pipes.put(d.p)
+	d.p = nil
 	return nil
 }
 
+// onReady is the callback of both RawConn calls.
+func (d *spliceDir) onReady(fd uintptr) bool {
+	if d.writing {
+		return d.onWritable(fd)
+	}
+	return d.onReadable(fd)
+}
+
 // onWritable splices the pipe out to dst's descriptor until it is empty
-// (true) or dst is full (false: wait for writability).
+// (true) or dst is full (false: wait for writability, after arming a write
+// deadline of timeouts.idle from the last progress).
 func (d *spliceDir) onWritable(fd uintptr) bool {
+	progressed := false
 	for d.p.n > 0 {
 		n, err := unix.Splice(d.p.r, nil, int(fd), nil, d.p.n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		switch err {
 		case nil:
 			d.p.n -= int(n)
 			d.moved += int(n)
+			progressed = true
 		case unix.EINTR:
 		case unix.EAGAIN:
+			if d.t.idle > 0 && (progressed || !d.armed) {
+				d.dst.SetWriteDeadline(time.Now().Add(d.t.idle))
+				d.armed = true
+			}
 			return false
 		default:
 			d.opErr = err

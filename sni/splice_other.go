@@ -14,8 +14,9 @@ type pipePool struct{}
 func newPipePool() *pipePool { return nil }
 func (*pipePool) close()     {}
 
-// spliceDirections is Linux-only; elsewhere the tunnel copies through a
-// buffer.
-func (t *tunnel) spliceDirections(client, upstream *net.TCPConn) (up, down func() error, err error) {
+// spliceDirs is Linux-only; elsewhere the tunnel copies through a buffer.
+type spliceDirs struct{}
+
+func (*spliceDirs) init(t *tunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
 	return nil, nil, errors.ErrUnsupported
 }
