@@ -79,6 +79,10 @@ type Server struct {
 	warn   warnLimiter
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	pipes  *pipePool // splice pipes, held only while bytes are in flight
+	// parker watches the sockets of idle spliced directions, which give
+	// up their goroutine after parkAfter without bytes.
+	parker    *parker
+	parkAfter atomic.Int64 // nanoseconds; <= 0: never park
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -108,8 +112,10 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		sessions:  make(map[*session]struct{}),
 		quit:      make(chan struct{}),
 		pipes:     newPipePool(),
+		parker:    newParker(),
 	}
 	s.warn.every = cfg.WarnInterval
+	s.parkAfter.Store(int64(defaultParkAfter))
 	s.cfg.Store(&cfg)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.routes.Store(routes)
@@ -316,6 +322,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.beginClose()
 	done := make(chan struct{})
 	go s.waitSessions(done)
+	defer s.parker.stop()
 	defer s.pipes.close()
 	select {
 	case <-done:
@@ -339,6 +346,7 @@ func (s *Server) Close() error {
 	s.closeSessions()
 	s.wg.Wait()
 	s.pipes.close()
+	s.parker.stop()
 	return nil
 }
 
@@ -367,5 +375,8 @@ func (s *Server) closeSessions() {
 	defer s.mu.Unlock()
 	for ss := range s.sessions {
 		ss.abort(resultShutdown)
+		if ss.inTunnel.Load() {
+			ss.splice.dirs.wake(s.parker)
+		}
 	}
 }

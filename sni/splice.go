@@ -112,7 +112,7 @@ func (st *spliceTunnel) directions() (up, down direction) {
 	cu, ok1 := st.client.(*net.TCPConn)
 	uu, ok2 := st.upstream.(*net.TCPConn)
 	if ok1 && ok2 {
-		if up, down, err := st.dirs.init(&st.tunnel, cu, uu); err == nil {
+		if up, down, err := st.dirs.init(st, cu, uu); err == nil {
 			return up, down
 		}
 	}
@@ -123,14 +123,22 @@ func (st *spliceTunnel) directions() (up, down direction) {
 // runDirection is the body of a direction's goroutine; the last one ends
 // the session.
 func (st *spliceTunnel) runDirection(d direction) {
-	if err := d.run(); err != nil {
+	err := d.run()
+	if err == errParked {
+		return // the parker resumes it; it keeps its count in s.wg
+	}
+	if err != nil {
 		st.fail(err)
+		st.dirs.wake(st.s.parker)
 	}
 	if st.left.Add(-1) == 0 {
 		st.finish()
 	}
 	st.s.wg.Done()
 }
+
+// resume runs a direction the parker woke in a new goroutine.
+func (st *spliceTunnel) resume(d direction) { go st.runDirection(d) }
 
 // finish records the tunnel's outcome, closes both sockets and ends the
 // session as serveConn would have.

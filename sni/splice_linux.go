@@ -26,7 +26,13 @@ type spliceDir struct {
 	counter          *atomic.Int64
 	dir              string
 	pipes            *pipePool
-	p                *pipe                 // held only while bytes are in flight
+	p                *pipe // held only while bytes are in flight
+	st               *spliceTunnel
+	parker           *parker
+	parkAfter        time.Duration         // <= 0: never park
+	lastRead         time.Time             // last time bytes were read (or the goroutine started)
+	token            uint64                // parked under this token; guarded by parker.mu
+	registered       bool                  // src is in the parker's epoll set
 	callback         func(fd uintptr) bool // d.onReady, bound once
 	writing          bool                  // callback: onWritable rather than onReadable
 	armed            bool                  // onWritable armed dst's write deadline
@@ -46,9 +52,8 @@ const spliceChunk = 1 << 20
 type spliceDirs [2]spliceDir
 
 // init sets up both directions between two TCP connections.
-func (dirs *spliceDirs) init(t *tunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
-	pipes := t.pipes
-	if pipes == nil {
+func (dirs *spliceDirs) init(st *spliceTunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
+	if st.pipes == nil {
 		return nil, nil, errors.ErrUnsupported
 	}
 	crc, err := client.SyscallConn()
@@ -59,22 +64,40 @@ func (dirs *spliceDirs) init(t *tunnel, client, upstream *net.TCPConn) (up, down
 	if err != nil {
 		return nil, nil, err
 	}
-	dirs[0].init(t, client, upstream, crc, urc, sideClient, sideUpstream, pipes)
-	dirs[1].init(t, upstream, client, urc, crc, sideUpstream, sideClient, pipes)
+	dirs[0].init(st, client, upstream, crc, urc, sideClient, sideUpstream)
+	dirs[1].init(st, upstream, client, urc, crc, sideUpstream, sideClient)
 	return &dirs[0], &dirs[1], nil
 }
 
-func (d *spliceDir) init(t *tunnel, src, dst *net.TCPConn, srcRC, dstRC syscall.RawConn, srcSide, dstSide string, pipes *pipePool) {
-	counter, dir := t.counters(srcSide)
-	*d = spliceDir{t: t, src: src, dst: dst, srcRC: srcRC, dstRC: dstRC, srcSide: srcSide, dstSide: dstSide,
-		counter: counter, dir: dir, pipes: pipes}
+// wake restarts the parked directions (the tunnel failed or is being
+// closed: they must see it).
+func (dirs *spliceDirs) wake(p *parker) {
+	for i := range dirs {
+		p.wake(&dirs[i])
+	}
+}
+
+// init sets every field but token, which the parker may be reading.
+func (d *spliceDir) init(st *spliceTunnel, src, dst *net.TCPConn, srcRC, dstRC syscall.RawConn, srcSide, dstSide string) {
+	d.st, d.t, d.pipes, d.parker, d.parkAfter = st, &st.tunnel, st.pipes, st.s.parker, time.Duration(st.s.parkAfter.Load())
+	d.src, d.dst, d.srcRC, d.dstRC, d.srcSide, d.dstSide = src, dst, srcRC, dstRC, srcSide, dstSide
+	d.counter, d.dir = st.counters(srcSide)
 	d.callback = d.onReady
 }
 
 // run moves bytes until EOF (then half-closes dst, unless the other
 // direction has ended already), an error or idleness.
 func (d *spliceDir) run() error {
-	defer d.dropPipe()
+	err := d.move()
+	if err != errParked { // parked: d belongs to the parker now
+		d.dropPipe()
+	}
+	return err
+}
+
+func (d *spliceDir) move() error {
+	d.lastRead = time.Now()
+	d.src.SetReadDeadline(d.nextDeadline())
 	for {
 		n, err := d.fill()
 		if err != nil {
@@ -106,10 +129,41 @@ func (d *spliceDir) fill() (int, error) {
 		case !isTimeout(err):
 			return 0, &sideError{d.srcSide, err}
 		}
-		if _, active := d.t.rearmAt(d.src); !active {
+		now := time.Now()
+		idle := d.idleDeadline()
+		if !idle.IsZero() && !now.Before(idle) {
 			return 0, errIdle
 		}
+		if d.parkAfter > 0 && !now.Before(d.lastRead.Add(d.parkAfter)) {
+			d.src.SetReadDeadline(idle) // a wake-up reads at once
+			if d.parker.park(d) {
+				return 0, errParked
+			}
+			continue // could not park: wait here, for the idle timeout only
+		}
+		d.src.SetReadDeadline(d.nextDeadline())
 	}
+}
+
+// idleDeadline is when the tunnel reaches timeouts.idle if no byte moves
+// either way before; zero: never. Any goroutine may call it.
+func (d *spliceDir) idleDeadline() time.Time {
+	if d.t.idle <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, d.t.last.Load()).Add(d.t.idle)
+}
+
+// nextDeadline is src's read deadline while the direction waits in its
+// goroutine: the idle deadline, or the time to park if that is sooner.
+func (d *spliceDir) nextDeadline() time.Time {
+	dl := d.idleDeadline()
+	if d.parkAfter > 0 {
+		if park := d.lastRead.Add(d.parkAfter); dl.IsZero() || park.Before(dl) {
+			dl = park
+		}
+	}
+	return dl
 }
 
 // onReadable runs with src's descriptor each time the poller says it may
@@ -150,7 +204,7 @@ func (d *spliceDir) drain() error {
 	if d.armed {
 		d.dst.SetWriteDeadline(time.Time{})
 	}
-	d.t.touch()
+	d.lastRead = d.t.touch()
 	d.t.account(d.counter, d.dir, int64(d.moved))
 	switch {
 	case d.opErr != nil:

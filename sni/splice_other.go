@@ -17,6 +17,18 @@ func (*pipePool) close()     {}
 // spliceDirs is Linux-only; elsewhere the tunnel copies through a buffer.
 type spliceDirs struct{}
 
-func (*spliceDirs) init(t *tunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
+func (*spliceDirs) init(st *spliceTunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
 	return nil, nil, errors.ErrUnsupported
 }
+
+func (*spliceDirs) wake(*parker) {}
+
+// parker is Linux-only: elsewhere idle directions keep their goroutine.
+type parker struct{}
+
+const defaultParkAfter = 0
+
+var errParked = errors.New("parked")
+
+func newParker() *parker { return nil }
+func (*parker) stop()    {}
