@@ -167,7 +167,7 @@ type world struct {
 }
 
 // newWorld starts a responder for cfg on host (127.0.0.1 when "").
-func newWorld(t testing.TB, cfg Config, host string) *world {
+func newWorld(t testing.TB, cfg Config, host string, opts ...func(*Server)) *world {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger()
@@ -176,18 +176,21 @@ func newWorld(t testing.TB, cfg Config, host string) *world {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	return serveWorld(t, h, cfg.Logger, host)
+	return serveWorld(t, h, cfg.Logger, host, opts...)
 }
 
 // serveWorld serves h on UDP and TCP on one port of host, and returns
 // once both are being read.
-func serveWorld(t testing.TB, h *Handler, logger *slog.Logger, host string) *world {
+func serveWorld(t testing.TB, h *Handler, logger *slog.Logger, host string, opts ...func(*Server)) *world {
 	t.Helper()
 	if host == "" {
 		host = "127.0.0.1"
 	}
 	pc, ln := listenPair(t, host)
 	s := NewServer(h, logger)
+	for _, o := range opts {
+		o(s)
+	}
 	started := make(chan net.Addr, 2)
 	s.NotifyStartedFunc = func(a net.Addr) { started <- a }
 	errs := make(chan error, 2)

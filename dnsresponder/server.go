@@ -40,8 +40,9 @@ type Server struct {
 	closed  bool
 	running map[stopper]chan struct{} // closed when that Serve call returns
 
-	udpReaders  int // reading goroutines per UDP socket; 0: GOMAXPROCS
-	maxInFlight int // UDP queries on goroutines of their own; 0: DefaultMaxInFlight
+	udpReaders  int  // reading goroutines per UDP socket; 0: one
+	maxInFlight int  // UDP queries on goroutines of their own; 0: DefaultMaxInFlight
+	noBatch     bool // read and write one datagram per system call (tests)
 }
 
 // stopper is one Serve call in progress, as Shutdown sees it.
@@ -94,8 +95,8 @@ func refuse(w dns.ResponseWriter, req *dns.Msg) {
 // goroutine. On a socket bound to a wildcard address (":53") each reply
 // leaves from the address its query came to (IP_PKTINFO).
 //
-// A *net.UDPConn is read by GOMAXPROCS goroutines, each answering a query
-// before reading the next; only queries that may wait on the network
+// A *net.UDPConn is read by one goroutine, answering a batch of queries
+// (recvmmsg and sendmmsg on Linux) before reading the next; only queries that may wait on the network
 // (forwarded, or any query for a handler other than Handler) get a
 // goroutine of their own, at most DefaultMaxInFlight at once (the rest are
 // dropped and counted). Any other net.PacketConn is served by miekg/dns.

@@ -2,6 +2,7 @@ package dnsresponder
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -18,13 +19,20 @@ import (
 // any other one never reaches it and the exchange times out.
 func TestWildcardSource(t *testing.T) {
 	up := newUpstream(t, answerA(forwardedA))
-	for _, tc := range []struct{ bind, ask string }{
-		{"0.0.0.0", "127.0.0.2"},
-		{"::", "127.0.0.3"}, // dual-stack socket, IPv4 client
-		{"::", "::1"},
+	for _, tc := range []struct {
+		bind, ask string
+		noBatch   bool
+	}{
+		{"0.0.0.0", "127.0.0.2", false},
+		{"0.0.0.0", "127.0.0.2", true},
+		{"::", "127.0.0.3", false}, // dual-stack socket, IPv4 client
+		{"::", "127.0.0.3", true},
+		{"::", "::1", false},
+		{"::", "::1", true},
 	} {
-		t.Run(tc.bind+"/"+tc.ask, func(t *testing.T) {
-			w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), Forward: []string{up.addr}}, tc.bind)
+		t.Run(fmt.Sprintf("%s/%s/noBatch=%v", tc.bind, tc.ask, tc.noBatch), func(t *testing.T) {
+			w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), Forward: []string{up.addr}}, tc.bind,
+				func(s *Server) { s.noBatch = tc.noBatch })
 			_, port, _ := net.SplitHostPort(w.addr)
 			addr := net.JoinHostPort(tc.ask, port)
 			if r := query(t, "udp", addr, exactName, dns.TypeA, 0); len(r.Answer) != 1 {
