@@ -5,9 +5,12 @@
 // connection to its route's target:
 //
 //   - splice: the raw bytes go to an upstream (optionally after a PROXY
-//     v1/v2 header); TLS stays end to end. Bytes move with splice(2) only
-//     while they are queued, so an idle tunnel holds its two sockets and
-//     no pipe.
+//     v1/v2 header); TLS stays end to end. Bytes move with splice(2)
+//     through a pooled pipe only while they are queued, and a direction
+//     idle for a second parks in the server's epoll set without a
+//     goroutine, so an idle tunnel holds its two sockets, no pipe and no
+//     goroutine. Listen opens listeners whose connections skip Go's
+//     default TCP keepalive.
 //   - bridge: the client's TLS is terminated with the route's serving
 //     certificate; during that handshake a TLS connection to the upstream
 //     is opened with the client's ALPN list and the edge's client

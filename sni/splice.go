@@ -29,8 +29,9 @@ type spliceTunnel struct {
 }
 
 // splice connects the session to an upstream, replays the ClientHello and
-// starts the tunnel. It returns resultDetached when the tunnel's
-// goroutines own the session from then on.
+// runs the tunnel until the client-to-upstream direction ends or parks.
+// It returns resultDetached when the tunnel's goroutines own the session
+// from then on.
 func (s *Server) splice(ss *session) (string, error) {
 	ss.conn.SetDeadline(time.Time{})
 	st := &ss.splice
@@ -93,8 +94,9 @@ func (st *spliceTunnel) replay(ctx context.Context, up net.Conn) error {
 	return nil
 }
 
-// start runs both directions, each in its own goroutine, counted in the
-// server's WaitGroup until the session is finished.
+// start runs both directions, counted in the server's WaitGroup until the
+// session is finished: down in a new goroutine, up in this one until it
+// ends or parks.
 func (st *spliceTunnel) start() {
 	ss := st.ss
 	st.init(ss, ss.conn, st.up, ss.cfg.IdleTimeout)
@@ -102,8 +104,11 @@ func (st *spliceTunnel) start() {
 	up, down := st.directions()
 	st.left.Store(2)
 	st.s.wg.Add(1) // the session holds one already: one per direction
-	go st.runDirection(up)
 	go st.runDirection(down)
+	// Up runs in the accept goroutine: a short connection costs no third
+	// goroutine, and a long idle one parks within a second, which returns
+	// this goroutine and frees its grown stack.
+	st.runDirection(up)
 }
 
 // directions returns the spliced directions when both sides are TCP
