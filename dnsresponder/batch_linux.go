@@ -38,6 +38,13 @@ type batch struct {
 	outBuf [batchSize][]byte
 	outOOB [batchSize][]byte
 	sent   [batchSize]sentReply
+
+	// The system calls, made once so that a batch allocates nothing:
+	// recvFn reads into in, sendFn writes out[off:queued]; both set n
+	// (messages done) and errno.
+	recvFn, sendFn func(fd uintptr) bool
+	off, queued, n int
+	errno          syscall.Errno
 }
 
 // sentReply is a fast-path reply waiting in the batch, to be counted once
@@ -50,6 +57,14 @@ type sentReply struct {
 
 func newBatch(pktinfo bool) *batch {
 	b := new(batch)
+	b.recvFn = func(fd uintptr) bool {
+		b.n, b.errno = mmsg(unix.SYS_RECVMMSG, fd, &b.in[0], batchSize)
+		return b.errno != unix.EAGAIN
+	}
+	b.sendFn = func(fd uintptr) bool {
+		b.n, b.errno = mmsg(unix.SYS_SENDMMSG, fd, &b.out[b.off], b.queued-b.off)
+		return b.errno != unix.EAGAIN
+	}
 	for i := range batchSize {
 		b.bufs[i] = make([]byte, readBufferSize)
 		b.inIov[i].Base = &b.bufs[i][0]
@@ -129,19 +144,13 @@ func (b *batch) recv(raw syscall.RawConn) (int, error) {
 			m.SetControllen(oobSize)
 		}
 	}
-	var n int
-	var errno syscall.Errno
-	err := raw.Read(func(fd uintptr) bool {
-		n, errno = mmsg(unix.SYS_RECVMMSG, fd, &b.in[0], batchSize)
-		return errno != unix.EAGAIN
-	})
-	switch {
-	case err != nil:
+	if err := raw.Read(b.recvFn); err != nil {
 		return 0, err
-	case errno != 0:
-		return 0, errno
 	}
-	return n, nil
+	if b.errno != 0 {
+		return 0, b.errno
+	}
+	return b.n, nil
 }
 
 // mmsg calls recvmmsg or sendmmsg on fd for n messages from m, again
@@ -161,22 +170,16 @@ func mmsg(trap, fd uintptr, m *mmsghdr, n int) (int, syscall.Errno) {
 // sendBatch writes the n queued replies, then counts them. A reply the
 // kernel refuses is logged and skipped; a closed socket drops the rest.
 func (u *udpServer) sendBatch(raw syscall.RawConn, b *batch, n int) {
-	for off := 0; off < n; {
-		var sent int
-		var errno syscall.Errno
-		err := raw.Write(func(fd uintptr) bool {
-			sent, errno = mmsg(unix.SYS_SENDMMSG, fd, &b.out[off], n-off)
-			return errno != unix.EAGAIN
-		})
-		if err == nil && errno != 0 {
-			client := sockaddrAddrPort((*unix.RawSockaddrInet6)(unsafe.Pointer(b.out[off].hdr.Name)))
-			u.s.logger.Debug("dns: write reply", "client", client.String(), "err", errno)
-		}
-		if err != nil {
+	for b.off, b.queued = 0, n; b.off < n; {
+		if err := raw.Write(b.sendFn); err != nil {
 			u.s.logger.Debug("dns: write replies", "err", err)
 			break
 		}
-		off += max(sent, 1) // skip the one refused
+		if b.errno != 0 {
+			client := sockaddrAddrPort((*unix.RawSockaddrInet6)(unsafe.Pointer(b.out[b.off].hdr.Name)))
+			u.s.logger.Debug("dns: write reply", "client", client.String(), "err", b.errno)
+		}
+		b.off += max(b.n, 1) // skip the one refused
 	}
 	for i := range n {
 		s := &b.sent[i]

@@ -138,3 +138,60 @@ func TestOverloadDrops(t *testing.T) {
 		t.Errorf("reply has ID %d, want 1 (the forwarded query)", id)
 	}
 }
+
+// TestBatchMixed: a burst of queries, read in batches, mixing the fast
+// path, forwarded queries and FORMERR, gets one reply per query, each
+// with its query's ID and the right kind of answer.
+func TestBatchMixed(t *testing.T) {
+	up := newUpstream(t, answerA(forwardedA))
+	for _, noBatch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noBatch=%v", noBatch), func(t *testing.T) {
+			w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), Forward: []string{up.addr}}, "",
+				func(s *Server) { s.noBatch = noBatch })
+			c, err := net.Dial("udp", w.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			const n = 96
+			want := make(map[uint16]int, n) // ID -> rcode*10 + answers
+			for i := range uint16(n) {
+				var b []byte
+				switch i % 3 {
+				case 0:
+					b = packed(t, i, func(m *dns.Msg) { m.Question[0].Name = "example.org." })
+					want[i] = 1
+				case 1:
+					b = append(header(i, 0, 1, 0, 0, 0), 0xff, 0xff)
+					want[i] = dns.RcodeFormatError * 10
+				default:
+					b = packed(t, i, func(*dns.Msg) {})
+					want[i] = 1
+				}
+				if _, err := c.Write(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 1500)
+			for len(want) > 0 {
+				k, err := c.Read(buf)
+				if err != nil {
+					t.Fatalf("%d replies missing: %v", len(want), err)
+				}
+				r := new(dns.Msg)
+				if err := r.Unpack(buf[:k]); err != nil {
+					t.Fatalf("reply does not unpack: %v", err)
+				}
+				got, ok := want[r.Id]
+				if !ok {
+					t.Fatalf("unexpected or second reply with ID %d", r.Id)
+				}
+				if r.Rcode*10+len(r.Answer) != got {
+					t.Errorf("ID %d: rcode %d, %d answers; want %d", r.Id, r.Rcode, len(r.Answer), got)
+				}
+				delete(want, r.Id)
+			}
+		})
+	}
+}
