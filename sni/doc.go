@@ -7,7 +7,7 @@
 //   - splice: the raw bytes go to an upstream (optionally after a PROXY
 //     v1/v2 header); TLS stays end to end. Bytes move with splice(2)
 //     through a pooled pipe only while they are queued, and a direction
-//     idle for a second parks in the server's epoll set without a
+//     idle for 200ms parks in the server's epoll set without a
 //     goroutine, so an idle tunnel holds its two sockets, no pipe and no
 //     goroutine. Listen opens listeners whose connections skip Go's
 //     default TCP keepalive.

@@ -106,7 +106,7 @@ func (st *spliceTunnel) start() {
 	st.s.wg.Add(1) // the session holds one already: one per direction
 	go st.runDirection(down)
 	// Up runs in the accept goroutine: a short connection costs no third
-	// goroutine, and a long idle one parks within a second, which returns
+	// goroutine, and a long idle one parks within 200ms, which returns
 	// this goroutine and frees its grown stack.
 	st.runDirection(up)
 }
