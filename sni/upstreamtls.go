@@ -15,6 +15,10 @@ type legConfig struct {
 	raw           net.Conn
 	certRequested bool        // the upstream sent a CertificateRequest
 	probing       atomic.Bool // confirmClientAuth is waiting: a ticket ends it
+
+	// serverName is the dial's ServerName, crypto/tls's session cache key;
+	// sessionKey is the route cache's key for it, built once per dial.
+	serverName, sessionKey string
 }
 
 // config clones the route's UpstreamTLS template for this dial: the
@@ -22,6 +26,16 @@ type legConfig struct {
 // else the upstream's host), TLS 1.2 at least, and the route's session
 // cache keyed per upstream address so that round-robin does not make
 // upstreams reject each other's tickets.
+//
+// Key exchange: the template's CurvePreferences, else crypto/tls's
+// default, which offers the post-quantum hybrid X25519MLKEM768 (one
+// X25519 private key serves both the hybrid share and the plain X25519
+// fallback share, so the fallback costs bytes, not CPU). The hybrid costs
+// an ML-KEM-768 key generation and decapsulation per handshake, resumed or
+// not; a template with CurvePreferences [X25519] trades that protection
+// against recorded traffic being decrypted by a future quantum computer
+// for about a quarter of the bridge's CPU per handshake (README, "Bridge
+// performance"). snigate keeps the post-quantum default.
 func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
 	cfg := &tls.Config{}
 	if tmpl := lc.route.UpstreamTLS; tmpl != nil {
@@ -36,6 +50,7 @@ func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
 	if cfg.ServerName == "" {
 		cfg.ServerName, _, _ = net.SplitHostPort(lc.addr)
 	}
+	lc.serverName, lc.sessionKey = cfg.ServerName, lc.addr+" "+cfg.ServerName
 	cfg.ClientSessionCache = legSessions{lc}
 	return cfg
 }
@@ -58,7 +73,12 @@ func (lc *legConfig) clientCertificate(get func(*tls.CertificateRequestInfo) (*t
 // legSessions is the route's client session cache seen through one dial.
 type legSessions struct{ lc *legConfig }
 
-func (s legSessions) key(k string) string { return s.lc.addr + " " + k }
+func (s legSessions) key(k string) string {
+	if k == s.lc.serverName && s.lc.sessionKey != "" {
+		return s.lc.sessionKey
+	}
+	return s.lc.addr + " " + k
+}
 
 func (s legSessions) Get(k string) (*tls.ClientSessionState, bool) {
 	return s.lc.route.sessions.Get(s.key(k))

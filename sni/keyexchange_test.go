@@ -1,0 +1,139 @@
+package sni
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseKeyExchanges(t *testing.T) {
+	tests := []struct {
+		names   []string
+		want    []tls.CurveID
+		wantErr string
+	}{
+		{names: nil, want: nil},
+		{names: []string{"x25519"}, want: []tls.CurveID{tls.X25519}},
+		{names: []string{"X25519MLKEM768", " x25519 "}, want: []tls.CurveID{tls.X25519MLKEM768, tls.X25519}},
+		{names: []string{"P-256", "secp256r1", "CurveP384", "secp521r1"}, want: []tls.CurveID{tls.CurveP256, tls.CurveP384, tls.CurveP521}},
+		{names: []string{"x448"}, wantErr: `key exchange "x448": want one of x25519mlkem768`},
+		{names: []string{""}, wantErr: `key exchange "": want one of`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.names, ","), func(t *testing.T) {
+			got, err := ParseKeyExchanges(tt.names)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// helloUpstream is a TLS upstream that also reports the groups each
+// ClientHello offered.
+func helloUpstream(t *testing.T, cfg *tls.Config) (*tlsUpstream, <-chan []tls.CurveID) {
+	offered := make(chan []tls.CurveID, 16)
+	cfg.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		offered <- slices.Clone(h.SupportedCurves)
+		return nil, nil
+	}
+	return newTLSUpstream(t, cfg), offered
+}
+
+// TestBridgeKeyExchange checks the key exchange of each leg: the node's
+// leg uses what the node offers (the post-quantum hybrid when it offers
+// it), the upstream leg what the route's template allows (crypto/tls's
+// default, the hybrid, when it sets nothing), and both legs resume with
+// the same group.
+func TestBridgeKeyExchange(t *testing.T) {
+	p := newBridgePKI(t)
+	tests := []struct {
+		name         string
+		nodeCurves   []tls.CurveID
+		upCurves     []tls.CurveID
+		wantNode     tls.CurveID
+		wantUp       tls.CurveID
+		wantUpOffers []tls.CurveID // nil: not checked
+	}{
+		{name: "defaults: post-quantum on both legs", wantNode: tls.X25519MLKEM768, wantUp: tls.X25519MLKEM768},
+		{name: "template X25519 only", upCurves: []tls.CurveID{tls.X25519},
+			wantNode: tls.X25519MLKEM768, wantUp: tls.X25519, wantUpOffers: []tls.CurveID{tls.X25519}},
+		{name: "node offers X25519 only", nodeCurves: []tls.CurveID{tls.X25519},
+			wantNode: tls.X25519, wantUp: tls.X25519MLKEM768},
+		{name: "template P-256 only", upCurves: []tls.CurveID{tls.CurveP256},
+			wantNode: tls.X25519MLKEM768, wantUp: tls.CurveP256, wantUpOffers: []tls.CurveID{tls.CurveP256}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up, offered := helloUpstream(t, p.upstreamConfig("h2"))
+			r := p.route(t, up.addr)
+			r.UpstreamTLS.CurvePreferences = tt.upCurves
+			w := newWorld(t, Config{}, "", r)
+			node := p.nodeConfig("h2")
+			node.CurvePreferences = tt.nodeCurves
+			node.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+			for i, resumed := range []bool{false, true} {
+				st, err := ping(t, w, node)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ust := <-up.states
+				offers := <-offered
+				if st.CurveID != tt.wantNode || ust.CurveID != tt.wantUp {
+					t.Errorf("connection %d: node leg %v, upstream leg %v; want %v, %v", i+1, st.CurveID, ust.CurveID, tt.wantNode, tt.wantUp)
+				}
+				if tt.wantUpOffers != nil && !slices.Equal(offers, tt.wantUpOffers) {
+					t.Errorf("connection %d: the upstream leg offered %v, want only %v", i+1, offers, tt.wantUpOffers)
+				}
+				if st.DidResume != resumed || ust.DidResume != resumed {
+					t.Errorf("connection %d: DidResume node %v, upstream %v; want %v on both", i+1, st.DidResume, ust.DidResume, resumed)
+				}
+			}
+		})
+	}
+}
+
+// TestUpstreamLegResumedSkipsClientAuthWait checks that only a full
+// handshake in which the upstream asked for the client certificate makes
+// confirmClientAuth wait for the upstream's verdict: a resumed TLS 1.3
+// session carries no CertificateRequest, so it never waits.
+func TestUpstreamLegResumedSkipsClientAuthWait(t *testing.T) {
+	p := newBridgePKI(t)
+	up := newTLSUpstream(t, p.upstreamConfig())
+	r := p.route(t, up.addr)
+	r.prepare()
+	for i, resumed := range []bool{false, true} {
+		raw, err := net.Dial("tcp", up.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc := &legConfig{route: r, addr: up.addr, raw: raw}
+		c := tls.Client(raw, lc.config(&tls.ClientHelloInfo{ServerName: registryName}))
+		if err := c.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		// The echo makes the client read the upstream's session ticket.
+		c.Write([]byte("x"))
+		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		<-up.states
+		if got := c.ConnectionState().DidResume; got != resumed {
+			t.Fatalf("connection %d: DidResume = %v, want %v", i+1, got, resumed)
+		}
+		if lc.certRequested == resumed {
+			t.Errorf("connection %d (resumed %v): certRequested = %v: confirmClientAuth would wait %v",
+				i+1, resumed, lc.certRequested, lc.certRequested)
+		}
+	}
+}
