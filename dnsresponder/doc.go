@@ -11,8 +11,12 @@
 //   - Handler: a dns.Handler that checks the query, asks the Policy, and
 //     forwards the rest (in order, failing over on timeout, network error
 //     or SERVFAIL); it handles EDNS0 and truncation and counts every query.
-//   - Server: UDP and TCP on sockets the caller opened, on top of
-//     miekg/dns, with a handler that can be swapped on reload.
+//   - Server: UDP and TCP on sockets the caller opened, with a handler
+//     that can be swapped on reload. UDP has its own loop: one reading
+//     goroutine answering batches of queries (recvmmsg/sendmmsg on Linux),
+//     a routed name's reply built straight from the query's bytes (no
+//     dns.Msg, no allocation), forwarded queries on bounded goroutines.
+//     TCP is miekg/dns's server.
 //
 // Usage:
 //
