@@ -132,6 +132,10 @@ type UpstreamTLS struct {
 	Cert, Key  string // client certificate presented upstream; both or neither
 	CA         string // PEM bundle to verify upstreams; "": system roots
 	ServerName string // name to verify; "": the SNI the client sent
+	// KeyExchanges are the TLS key exchanges offered upstream, lower case
+	// ("x25519mlkem768", "x25519", ...); empty: crypto/tls's default,
+	// which puts the post-quantum hybrid X25519MLKEM768 first.
+	KeyExchanges []string
 }
 
 // RoutedNames returns every name the gateway answers for: the SNI names

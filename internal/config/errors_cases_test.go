@@ -1,5 +1,7 @@
 package config
 
+import "strings"
+
 // errorCase is a configuration file and every error it must produce, as
 // printed by ErrorList.Error, with the test directory removed from paths.
 type errorCase struct {
@@ -271,6 +273,11 @@ routes:
     health: {expect_status: [600]}
 `, want: []string{
 		"snigate.yaml:16: routes[1].health.expect_status[0]: want an integer from 100 to 599, got 600",
+	}},
+
+	{name: "key exchanges", yaml: strings.Replace(minimalBridge, "ca: ca.crt}", "ca: ca.crt, key_exchanges: [x25519, kyber, x25519]}", 1), want: []string{
+		`snigate.yaml:9: routes[0].upstream_tls.key_exchanges[1]: want one of x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, secp256r1, secp384r1, secp521r1, got "kyber"`,
+		`snigate.yaml:9: routes[0].upstream_tls.key_exchanges[2]: "x25519" is listed twice (first at line 9)`,
 	}},
 
 	// health:

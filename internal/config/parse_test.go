@@ -103,7 +103,7 @@ routes:
     mode: bridge
     upstreams: ["10.3.0.1:443"]
     serve: {ca_cert: ca.crt, ca_key: ca.key}
-    upstream_tls: {server_name: Upstream.Example.com}
+    upstream_tls: {server_name: Upstream.Example.com, key_exchanges: [X25519]}
 `
 
 func TestParseFullExample(t *testing.T) {
@@ -152,7 +152,7 @@ func TestParseFullExample(t *testing.T) {
 			Health: Health{Check: CheckTLS, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
 			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key")},
-			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com"},
+			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com", KeyExchanges: []string{"x25519"}},
 		}},
 	}
 	if !reflect.DeepEqual(c, want) {

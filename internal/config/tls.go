@@ -64,7 +64,7 @@ func (p *parser) upstreamTLS(route fields, mode string) UpstreamTLS {
 		}
 		return UpstreamTLS{}
 	}
-	f := p.mapping(route.get("upstream_tls"), route.key("upstream_tls"), route.keyLine("upstream_tls"), "cert", "key", "ca", "server_name")
+	f := p.mapping(route.get("upstream_tls"), route.key("upstream_tls"), route.keyLine("upstream_tls"), "cert", "key", "ca", "server_name", "key_exchanges")
 	u := UpstreamTLS{Cert: p.pathAt(f, "cert"), Key: p.pathAt(f, "key"), CA: p.pathAt(f, "ca")}
 	if p.pair(f, "cert", u.Cert, "key", u.Key) {
 		p.checkKeyPair(f, "cert", "key", u.Cert, u.Key)
@@ -73,7 +73,31 @@ func (p *parser) upstreamTLS(route fields, mode string) UpstreamTLS {
 		p.checkCABundle(f, "ca", u.CA)
 	}
 	u.ServerName = p.serverName(f)
+	u.KeyExchanges = p.keyExchanges(f)
 	return u
+}
+
+// keyExchanges returns upstream_tls.key_exchanges: TLS key exchange names
+// for the upstream leg; empty keeps crypto/tls's default (post-quantum
+// X25519MLKEM768 hybrid, then X25519 and the NIST curves).
+func (p *parser) keyExchanges(f fields) []string {
+	var out []string
+	seen := dupChecker{}
+	for _, it := range p.listAt(f, "key_exchanges", `["x25519mlkem768", "x25519"]`) {
+		s, ok := p.scalar(it.node, it.key, `a key exchange name such as "x25519"`)
+		if !ok {
+			continue
+		}
+		name := strings.ToLower(strings.TrimSpace(s))
+		if _, err := sni.ParseKeyExchanges([]string{name}); err != nil {
+			p.errorf(it.node.Line, it.key, "want one of x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, secp256r1, secp384r1, secp521r1, got %q", s)
+			continue
+		}
+		if seen.check(p, it, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // serverName returns upstream_tls.server_name: a host name or IP address.

@@ -178,6 +178,10 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 func (g *Gateway) upstreamTLS(gen *generation, rc *config.Route) (*tls.Config, error) {
 	u := rc.UpstreamTLS
 	c := &tls.Config{ServerName: u.ServerName, MinVersion: tls.VersionTLS12}
+	var err error
+	if c.CurvePreferences, err = sni.ParseKeyExchanges(u.KeyExchanges); err != nil {
+		return nil, err
+	}
 	if u.Cert != "" {
 		kp, err := certs.NewKeyPair(certs.KeyPairConfig{
 			CertFile: u.Cert, KeyFile: u.Key, Route: rc.Name, Role: "client",

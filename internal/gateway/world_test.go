@@ -149,6 +149,10 @@ func (w *world) adminGet(path string) (int, string) {
 // echoServer is a TLS server on loopback that echoes every byte, requiring
 // a client certificate from clientCAs when that is not nil.
 type echoServer struct {
+	// onState, when set before the first connection, sees the
+	// connection state of every handshake.
+	onState func(tls.ConnectionState)
+
 	ln    net.Listener
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -187,6 +191,11 @@ func (e *echoServer) acceptLoop() {
 }
 
 func (e *echoServer) echo(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok && e.onState != nil {
+		if tc.Handshake() == nil {
+			e.onState(tc.ConnectionState())
+		}
+	}
 	io.Copy(c, c)
 	c.Close()
 	e.mu.Lock()
