@@ -15,8 +15,10 @@
 #
 # Scenarios (loadgen names): splice-rate, splice-tput (1 and 8 streams),
 # bridge-full, bridge-resumed, bridge-tput, idle-mem; then bench/dns/run.sh
-# when it exists (DNS=0 skips it). Targets: direct snigate haproxy nginx
-# sniproxy (sniproxy: splice only; direct: no idle-mem).
+# when it exists (DNS=0 skips it). Targets: direct snigate snigate-x25519
+# haproxy nginx sniproxy (sniproxy: splice only; snigate-x25519: bridge
+# only, the same gateway with upstream_tls.key_exchanges [x25519], the key
+# exchange OpenSSL 3.0 gives HAProxy and nginx; direct: no idle-mem).
 #
 # Fair settings: 2 worker threads or processes for every proxy (sniproxy is
 # single-threaded), HAProxy splices (option splice-request and
@@ -34,7 +36,7 @@ CONC=${CONC:-32}               # concurrent connections (rate and handshakes)
 STREAMS=${STREAMS:-1,8}        # throughput stream counts
 IDLE_CONNS=${IDLE_CONNS:-9000} # idle tunnels (bounded by the fd hard limit, see below)
 SCENARIOS=${SCENARIOS:-all}
-TARGETS=${TARGETS:-direct,snigate,haproxy,nginx,sniproxy}
+TARGETS=${TARGETS:-direct,snigate,snigate-x25519,haproxy,nginx,sniproxy}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
 CLIENT_GROUPS=${CLIENT_GROUPS:-default} # bridge clients offer Go's default groups, or only x25519
@@ -117,6 +119,7 @@ port_free() {
 
 p_up_splice=$((BASE_PORT + 1)) p_up_bridge=$((BASE_PORT + 2))
 p_snigate=$((BASE_PORT + 10)) p_pprof=$((BASE_PORT + 11))
+p_snigate_x=$((BASE_PORT + 12)) p_pprof_x=$((BASE_PORT + 13))
 p_haproxy=$((BASE_PORT + 20)) p_haproxy_bridge=$((BASE_PORT + 21))
 p_nginx=$((BASE_PORT + 30)) p_nginx_bridge=$((BASE_PORT + 31))
 p_sniproxy=$((BASE_PORT + 40)) p_up_stats=$((BASE_PORT + 3))
@@ -127,11 +130,12 @@ need go ss
 wanted haproxy && need "$HAPROXY"
 wanted nginx && need "$NGINX" "$NGINX_STREAM"
 wanted sniproxy && need "$SNIPROXY"
-for p in $p_up_splice $p_up_bridge $p_up_stats $p_snigate $p_pprof $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
+for p in $p_up_splice $p_up_bridge $p_up_stats $p_snigate $p_pprof $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
 	port_free "$p"
 done
 
 log "building snigate and bench/loadgen into $work"
+snigate_rev="$(git rev-parse --short HEAD)$(git diff --quiet -- sni internal cmd upstream dnsresponder || echo '+dirty')"
 CGO_ENABLED=0 go build -o "$work/snigate" ./cmd/snigate
 go build -o "$work/loadgen" ./bench/loadgen
 if [ "$PROFILE" = 1 ]; then
@@ -143,9 +147,16 @@ pki=$work
 
 # --- configurations ------------------------------------------------------------
 
-cat >"$work/snigate.yaml" <<EOF
+# snigate_config PORT [KEY_EXCHANGES]: the gateway's configuration; with
+# KEY_EXCHANGES (snigate-x25519), the bridge route's upstream_tls sets
+# key_exchanges, and nothing else differs.
+snigate_config() {
+	local kx=
+	[ -n "${2:-}" ] && kx="
+      key_exchanges: [$2]"
+	cat <<EOF
 listen:
-  tls: ["127.0.0.1:$p_snigate"]
+  tls: ["127.0.0.1:$1"]
 timeouts:
   client_hello: 5s
   connect: 5s
@@ -168,8 +179,11 @@ routes:
       cert: $pki/client.crt
       key: $pki/client.key
       ca: $pki/ca.crt
-      server_name: upstream.bench.test
+      server_name: upstream.bench.test$kx
 EOF
+}
+snigate_config "$p_snigate" >"$work/snigate.yaml"
+snigate_config "$p_snigate_x" x25519 >"$work/snigate-x25519.yaml"
 
 # HAProxy: 2 threads, splice both ways (splice-request and splice-response:
 # with splice-auto alone HAProxy 2.6 never spliced the download stream of
@@ -281,16 +295,24 @@ start_upstream() {
 	wait_listen "$p_up_bridge" upstream
 }
 
+# start_snigate NAME PORT PPROF_PORT: snigate with $work/NAME.yaml.
+start_snigate() {
+	if [ "$PROFILE" = 1 ]; then
+		GOMAXPROCS=2 "$work/snigate-pprof" -c "$work/$1.yaml" -pprof "127.0.0.1:$3" \
+			-log-level warn >>"$work/$1.log" 2>&1 &
+	else
+		GOMAXPROCS=2 "$work/snigate" run -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+	fi
+	pid[$1]=$!
+	wait_listen "$2" "$1"
+}
+
+# start_proxies [idle]: every wanted proxy; with idle, only those the
+# idle-mem scenario measures (snigate-x25519 has no splice target).
 start_proxies() {
-	if wanted snigate; then
-		if [ "$PROFILE" = 1 ]; then
-			GOMAXPROCS=2 "$work/snigate-pprof" -c "$work/snigate.yaml" -pprof "127.0.0.1:$p_pprof" \
-				-log-level warn >>"$work/snigate.log" 2>&1 &
-		else
-			GOMAXPROCS=2 "$work/snigate" run -c "$work/snigate.yaml" --log-level warn >>"$work/snigate.log" 2>&1 &
-		fi
-		pid[snigate]=$!
-		wait_listen "$p_snigate" snigate
+	wanted snigate && start_snigate snigate "$p_snigate" "$p_pprof"
+	if wanted snigate-x25519 && [ "${1:-}" != idle ]; then
+		start_snigate snigate-x25519 "$p_snigate_x" "$p_pprof_x"
 	fi
 	if wanted haproxy; then
 		"$HAPROXY" -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
@@ -317,6 +339,11 @@ target_flags() {
 		local extra=
 		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof"
 		flags+=(-target "name=snigate,splice=127.0.0.1:$p_snigate,bridge=127.0.0.1:$p_snigate,pid=${pid[snigate]}$extra")
+	fi
+	if wanted snigate-x25519 && [ -n "${pid[snigate-x25519]:-}" ]; then
+		local extra=
+		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof_x"
+		flags+=(-target "name=snigate-x25519,bridge=127.0.0.1:$p_snigate_x,pid=${pid[snigate-x25519]}$extra")
 	fi
 	wanted haproxy && flags+=(-target "name=haproxy,splice=127.0.0.1:$p_haproxy,bridge=127.0.0.1:$p_haproxy_bridge,pid=${pid[haproxy]}")
 	wanted nginx && flags+=(-target "name=nginx,splice=127.0.0.1:$p_nginx,bridge=127.0.0.1:$p_nginx_bridge,pid=${pid[nginx]}")
@@ -369,7 +396,7 @@ fi
 # cost of new ones.
 if wants_idle; then
 	for r in $(seq "$ROUNDS"); do
-		start_proxies
+		start_proxies idle
 		log "idle-mem round $r: $IDLE_CONNS idle tunnels per proxy (fd limit $FD_LIMIT)"
 		loadgen_run idle-mem 1 "$r"
 		stop_proxies
@@ -395,13 +422,14 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
 	echo "- load average at start $load_start, at end $load_end (the machine is shared: prefer the ratios)"
 	echo "- descriptor limit per process: $FD_LIMIT (hard limit $(ulimit -Hn))"
-	echo "- $(version_of "$HAPROXY" -v); $(version_of "$NGINX" -v); $(version_of "$SNIPROXY" -V); $(go version); snigate $(git rev-parse --short HEAD)$(git diff --quiet -- sni internal cmd upstream || echo '+dirty')"
+	echo "- $(version_of "$HAPROXY" -v); $(version_of "$NGINX" -v); $(version_of "$SNIPROXY" -V); $(go version); snigate $snigate_rev (at build time)"
 	echo
 	echo "## Settings"
 	echo
 	echo "- a measurement during which other work on the machine used more than half a core is taken again (at most twice, 90s in all per loadgen run); the attempt with the least other work is kept"
 	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME, handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
-	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)')"
+	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)'); built with cmd/snigate/default.pgo when present (go build's -pgo=auto)"
+	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge route adds upstream_tls.key_exchanges [x25519] (X25519 on the upstream leg, as OpenSSL 3.0 gives HAProxy and nginx); the node leg still negotiates what the client offers first (Go's server picks X25519MLKEM768 when offered); bridge scenarios only"
 	echo "- HAProxy: nbthread 2, option splice-request + splice-response (maxpipes 256; splice-auto alone did not splice the download stream), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
 	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass; bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
 	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
@@ -413,7 +441,7 @@ report="$out_dir/results-$stamp.md"
 {
 	echo
 	echo "## Configurations"
-	for f in snigate.yaml haproxy.cfg nginx.conf sniproxy.conf; do
+	for f in snigate.yaml snigate-x25519.yaml haproxy.cfg nginx.conf sniproxy.conf; do
 		printf '\n### %s\n\n```\n' "$f"
 		sed "s#$work#\$WORK#g" "$work/$f"
 		printf '```\n'

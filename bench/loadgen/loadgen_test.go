@@ -190,8 +190,12 @@ func TestVerdict(t *testing.T) {
 		{Scenario: "splice-rate", Target: "haproxy", Round: 1, Values: map[string]float64{"conn_s": 90, "p99_ms": 3}},
 		{Scenario: "splice-rate", Target: "nginx", Round: 1, Values: map[string]float64{"conn_s": 110, "p99_ms": 1}},
 		{Scenario: "idle-mem", Target: "snigate", Round: 1, Values: map[string]float64{"kib_conn": 9, "fds_conn": 2.004}},
+		{Scenario: "bridge-full", Target: "snigate", Round: 1, Values: map[string]float64{"hs_s": 80}},
+		{Scenario: "bridge-full", Target: "snigate-x25519", Round: 1, Values: map[string]float64{"hs_s": 120}},
+		{Scenario: "bridge-full", Target: "haproxy", Round: 1, Values: map[string]float64{"hs_s": 90}},
+		{Scenario: "bridge-full", Target: "nginx", Round: 1, Values: map[string]float64{"hs_s": 100}},
 	})
-	c := comparison{subject: "snigate", base: "haproxy", refs: []string{"haproxy", "nginx"}}
+	c := comparison{subjects: []string{"snigate", "snigate-x25519", "absent"}, base: "haproxy", refs: []string{"haproxy", "nginx"}}
 	tests := []struct {
 		rw   row
 		want string
@@ -201,19 +205,29 @@ func TestVerdict(t *testing.T) {
 		{row{scenario: "idle-mem", key: "kib_conn", limit: 8}, "**no** (≤ 8)"},
 		{row{scenario: "idle-mem", key: "fds_conn", limit: 2}, "**no** (≤ 2)"},
 		{row{scenario: "idle-mem", key: "fds_conn", limit: 2, format: "%.1f"}, "yes (≤ 2)"}, // noise below the shown precision
-		{row{scenario: "bridge-full", key: "hs_s", higher: true}, "n/a"},
+		{row{scenario: "bridge-resumed", key: "hs_s", higher: true}, "n/a"},
+		{row{scenario: "bridge-full", key: "hs_s", higher: true}, "**no**"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rw.scenario+"/"+tt.rw.key, func(t *testing.T) {
-			if got := c.verdict(s, tt.rw); got != tt.want {
+			if got := c.verdict(s, tt.rw, "snigate"); got != tt.want {
 				t.Errorf("verdict = %q, want %q", got, tt.want)
 			}
 		})
 	}
+	if got := c.verdict(s, row{scenario: "bridge-full", key: "hs_s", higher: true}, "snigate-x25519"); got != "yes" {
+		t.Errorf("verdict for snigate-x25519 = %q, want yes", got)
+	}
 	var b bytes.Buffer
 	writeTable(&b, s, c)
-	if !bytes.Contains(b.Bytes(), []byte("| 1 splice conn/s | 100 (1.11×) | 90 | 110 (1.22×) | 0.91× (nginx) | **no** |")) {
-		t.Errorf("table row missing:\n%s", b.String())
+	for _, want := range []string{
+		"| metric | snigate | haproxy | nginx | snigate-x25519 | snigate / best of haproxy, nginx | met (snigate) | snigate-x25519 / best of haproxy, nginx | met (snigate-x25519) |",
+		"| 1 splice conn/s | 100 (1.11×) | 90 | 110 (1.22×) | — | 0.91× (nginx) | **no** | n/a | n/a |",
+		"| 3 bridge full hs/s | 80 (0.89×) | 90 | 100 (1.11×) | 120 (1.33×) | 0.80× (nginx) | **no** | 1.20× (nginx) | yes |",
+	} {
+		if !bytes.Contains(b.Bytes(), []byte(want)) {
+			t.Errorf("table line missing: %s\ngot:\n%s", want, b.String())
+		}
 	}
 }
 

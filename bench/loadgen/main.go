@@ -154,10 +154,10 @@ func cmdReport(args []string) error {
 	out := fs.String("out", "", "markdown file to write (default: stdout only)")
 	header := fs.String("header", "", "markdown file to put first (machine, versions, settings)")
 	dns := fs.String("dns", "", "output of bench/dns/run.sh to include")
-	subject := fs.String("subject", "snigate", "the target the issue's targets apply to")
+	subjects := fs.String("subject", "snigate,snigate-x25519", "comma-separated targets the issue's targets apply to (each gets ratio and verdict columns)")
 	base := fs.String("base", "haproxy", "the target every ratio column is relative to")
 	refs := fs.String("refs", "haproxy,nginx", "targets whose best value is the subject's target")
-	threads := fs.String("threads", "snigate=2,haproxy=2,nginx=2,sniproxy=1", "worker threads per target (to tell a saturated proxy)")
+	threads := fs.String("threads", "snigate=2,snigate-x25519=2,haproxy=2,nginx=2,sniproxy=1", "worker threads per target (to tell a saturated proxy)")
 	fs.Parse(args)
 	results, err := readResults(strings.Split(*in, ","))
 	if err != nil {
@@ -169,7 +169,7 @@ func cmdReport(args []string) error {
 	}
 	rep := report{
 		sum:     summarize(results),
-		cmp:     comparison{subject: *subject, base: *base, refs: strings.Split(*refs, ",")},
+		cmp:     comparison{subjects: strings.Split(*subjects, ","), base: *base, refs: strings.Split(*refs, ",")},
 		threads: th,
 		cores:   runtime.NumCPU(),
 	}

@@ -155,11 +155,25 @@ func (s *summary) value(sc, t, key string) (float64, bool) {
 	return v, ok
 }
 
-// comparison names the subject and the reference proxies of the table.
+// comparison names the subjects and the reference proxies of the table.
 type comparison struct {
-	subject string   // snigate
-	base    string   // haproxy: every ratio column is to it
-	refs    []string // haproxy, nginx: the subject's target is the best of them
+	// subjects are the targets the targets apply to, each with its
+	// own ratio and verdict columns: snigate, and variants of it such as
+	// snigate-x25519 (the same gateway with one setting changed).
+	subjects []string
+	base     string   // haproxy: every ratio column is to it
+	refs     []string // haproxy, nginx: the subject's target is the best of them
+}
+
+// present returns the subjects that have results in s, in order.
+func (c comparison) present(s *summary) []string {
+	var out []string
+	for _, t := range c.subjects {
+		if slices.Contains(s.targets, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // best returns the best reference value for row rw.
@@ -177,9 +191,9 @@ func (c comparison) best(s *summary, rw row) (float64, string, bool) {
 	return bestV, bestT, found
 }
 
-// verdict says whether the subject meets the target for rw.
-func (c comparison) verdict(s *summary, rw row) string {
-	v, ok := s.value(rw.scenario, c.subject, rw.key)
+// verdict says whether subject meets the target for rw.
+func (c comparison) verdict(s *summary, rw row, subject string) string {
+	v, ok := s.value(rw.scenario, subject, rw.key)
 	if !ok {
 		return "n/a"
 	}
@@ -209,22 +223,31 @@ func yesNo(ok bool) string {
 	return "**no**"
 }
 
-// writeTable writes the markdown table of medians, ratios and verdicts.
+// writeTable writes the markdown table of medians, ratios and verdicts:
+// one ratio column and one verdict column per subject present.
 func writeTable(w io.Writer, s *summary, c comparison) {
-	fmt.Fprintf(w, "| metric | %s | %s / best of %s | target met |\n", strings.Join(s.targets, " | "), c.subject, strings.Join(c.refs, ", "))
-	fmt.Fprintf(w, "|---|%s---|---|\n", strings.Repeat("--:|", len(s.targets)))
+	subjects := c.present(s)
+	head := []string{"metric"}
+	head = append(head, s.targets...)
+	for _, sub := range subjects {
+		head = append(head, fmt.Sprintf("%s / best of %s", sub, strings.Join(c.refs, ", ")), "met ("+sub+")")
+	}
+	fmt.Fprintf(w, "| %s |\n", strings.Join(head, " | "))
+	fmt.Fprintf(w, "|---|%s%s\n", strings.Repeat("--:|", len(s.targets)), strings.Repeat("---|---|", len(subjects)))
 	for _, rw := range rowsFor(s.scenarios) {
 		cells := []string{rw.label}
 		for _, t := range s.targets {
 			cells = append(cells, s.cell(rw, t, c.base))
 		}
 		b, bt, ok := c.best(s, rw)
-		v, vok := s.value(rw.scenario, c.subject, rw.key)
-		ratio := "n/a"
-		if ok && vok && b != 0 {
-			ratio = fmt.Sprintf("%.2f× (%s)", v/b, bt)
+		for _, sub := range subjects {
+			v, vok := s.value(rw.scenario, sub, rw.key)
+			ratio := "n/a"
+			if ok && vok && b != 0 {
+				ratio = fmt.Sprintf("%.2f× (%s)", v/b, bt)
+			}
+			cells = append(cells, ratio, c.verdict(s, rw, sub))
 		}
-		cells = append(cells, ratio, c.verdict(s, rw))
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // report is the markdown results file of one run.
@@ -39,7 +40,7 @@ func (r report) writeResults(w io.Writer) {
 		rounds = max(rounds, n)
 	}
 	fmt.Fprintf(w, "\n## Results\n\nMedians over %d rounds; (N×) is the ratio to %s; the last columns compare %s with the best of %v for each metric.\n\n",
-		rounds, r.cmp.base, r.cmp.subject, r.cmp.refs)
+		rounds, r.cmp.base, strings.Join(r.cmp.present(r.sum), " and "), r.cmp.refs)
 	writeTable(w, r.sum, r.cmp)
 	if row, ok := dnsRow(r.dns); ok {
 		fmt.Fprintf(w, "\n| metric | snigate | dnsmasq | snigate / dnsmasq | target met |\n|---|--:|--:|--:|---|\n%s\n", row)
