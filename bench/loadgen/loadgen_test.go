@@ -231,6 +231,22 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+func TestProfileName(t *testing.T) {
+	tests := []struct {
+		target, want string
+	}{
+		{"snigate", "bridge-full-r2"},
+		{"snigate-x25519", "bridge-full-r2-snigate-x25519"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			if got := profileName(Result{Scenario: "bridge-full", Target: tt.target, Round: 2}); got != tt.want {
+				t.Errorf("profileName = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestProcReadsThisProcess(t *testing.T) {
 	pid := os.Getpid()
 	if rss := rssKiB([]int{pid}); rss <= 0 {

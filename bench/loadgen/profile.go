@@ -14,6 +14,18 @@ type profRun struct {
 	done   <-chan error
 }
 
+// profileName names a measurement's profile files: SCENARIO-rROUND for
+// snigate (sni/pgo.sh merges those), SCENARIO-rROUND-TARGET for any other
+// target with a pprof endpoint (snigate-x25519), so that targets profiled
+// in the same run do not overwrite each other's files.
+func profileName(res Result) string {
+	name := fmt.Sprintf("%s-r%d", res.Scenario, res.Round)
+	if res.Target != "snigate" {
+		name += "-" + res.Target
+	}
+	return name
+}
+
 func (r *runner) pprof(t target) *pprofClient { return newPprofClient(t.Pprof, r.pprofDir) }
 
 func (r *runner) startProfile(t target, res Result, d time.Duration) *profRun {
@@ -21,7 +33,7 @@ func (r *runner) startProfile(t target, res Result, d time.Duration) *profRun {
 	if p == nil {
 		return nil
 	}
-	name := fmt.Sprintf("%s-r%d", res.Scenario, res.Round)
+	name := profileName(res)
 	before, _ := p.memStats()
 	p.save("/debug/pprof/allocs", name+".allocs-before.pprof")
 	secs := max(1, int(d.Seconds())-1)
@@ -70,7 +82,7 @@ func (p *pprofClient) saveIdle(res Result) {
 	if p == nil {
 		return
 	}
-	name := fmt.Sprintf("%s-r%d", res.Scenario, res.Round)
+	name := profileName(res)
 	p.save("/debug/pprof/heap", name+".heap.pprof")
 	p.save("/debug/pprof/goroutine?debug=1", name+".goroutines.txt")
 }
