@@ -10,6 +10,9 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/sni"
 )
 
 // ErrForcedStop is returned by Run when a second stop signal cut the drain
@@ -30,8 +33,10 @@ func (s *servers) run(name string, serve func() error) {
 	})
 }
 
+// isClosedErr reports the errors servers return once they were shut down.
 func isClosedErr(err error) bool {
-	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed)
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) ||
+		errors.Is(err, sni.ErrServerClosed) || errors.Is(err, dnsresponder.ErrServerClosed)
 }
 
 func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
