@@ -39,6 +39,7 @@ SCENARIOS=${SCENARIOS:-all}
 TARGETS=${TARGETS:-direct,snigate,snigate-x25519,haproxy,nginx,sniproxy}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
+BASE_REV=${BASE_REV:-} # a commit: also run snigate built from it (target snigate-base), for before/after
 CLIENT_GROUPS=${CLIENT_GROUPS:-default} # bridge clients offer Go's default groups, or only x25519
 DNS=${DNS:-1}
 HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
@@ -123,6 +124,7 @@ p_snigate_x=$((BASE_PORT + 12)) p_pprof_x=$((BASE_PORT + 13))
 p_haproxy=$((BASE_PORT + 20)) p_haproxy_bridge=$((BASE_PORT + 21))
 p_nginx=$((BASE_PORT + 30)) p_nginx_bridge=$((BASE_PORT + 31))
 p_sniproxy=$((BASE_PORT + 40)) p_up_stats=$((BASE_PORT + 3))
+p_snigate_base=$((BASE_PORT + 14))
 
 # --- build -------------------------------------------------------------------
 
@@ -130,7 +132,7 @@ need go ss
 wanted haproxy && need "$HAPROXY"
 wanted nginx && need "$NGINX" "$NGINX_STREAM"
 wanted sniproxy && need "$SNIPROXY"
-for p in $p_up_splice $p_up_bridge $p_up_stats $p_snigate $p_pprof $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
+for p in $p_up_splice $p_up_bridge $p_up_stats $p_snigate $p_pprof $p_snigate_base $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
 	port_free "$p"
 done
 
@@ -138,6 +140,15 @@ log "building snigate and bench/loadgen into $work"
 snigate_rev="$(git rev-parse --short HEAD)$(git diff --quiet -- sni internal cmd upstream dnsresponder || echo '+dirty')"
 CGO_ENABLED=0 go build -o "$work/snigate" ./cmd/snigate
 go build -o "$work/loadgen" ./bench/loadgen
+if [ -n "$BASE_REV" ]; then
+	# The before side of an A/B: snigate at BASE_REV, built the same way
+	# (its own cmd/snigate/default.pgo), as target snigate-base.
+	base_rev=$(git rev-parse --short "$BASE_REV")
+	git worktree add --detach "$work/base-src" "$BASE_REV" >/dev/null 2>&1
+	(cd "$work/base-src" && CGO_ENABLED=0 go build -o "$work/snigate-base" ./cmd/snigate)
+	git worktree remove --force "$work/base-src"
+	TARGETS="$TARGETS,snigate-base"
+fi
 if [ "$PROFILE" = 1 ]; then
 	go build -o "$work/snigate-pprof" ./bench/snigate-pprof
 	mkdir -p "$prof_dir"
@@ -183,6 +194,7 @@ routes:
 EOF
 }
 snigate_config "$p_snigate" >"$work/snigate.yaml"
+snigate_config "$p_snigate_base" >"$work/snigate-base.yaml"
 snigate_config "$p_snigate_x" x25519 >"$work/snigate-x25519.yaml"
 
 # HAProxy: 2 threads, splice both ways (splice-request and splice-response:
@@ -297,7 +309,9 @@ start_upstream() {
 
 # start_snigate NAME PORT PPROF_PORT: snigate with $work/NAME.yaml.
 start_snigate() {
-	if [ "$PROFILE" = 1 ]; then
+	if [ "$1" = snigate-base ]; then
+		GOMAXPROCS=2 "$work/snigate-base" run -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+	elif [ "$PROFILE" = 1 ]; then
 		GOMAXPROCS=2 "$work/snigate-pprof" -c "$work/$1.yaml" -pprof "127.0.0.1:$3" \
 			-log-level warn >>"$work/$1.log" 2>&1 &
 	else
@@ -311,6 +325,7 @@ start_snigate() {
 # idle-mem scenario measures (snigate-x25519 has no splice target).
 start_proxies() {
 	wanted snigate && start_snigate snigate "$p_snigate" "$p_pprof"
+	wanted snigate-base && start_snigate snigate-base "$p_snigate_base" ""
 	if wanted snigate-x25519 && [ "${1:-}" != idle ]; then
 		start_snigate snigate-x25519 "$p_snigate_x" "$p_pprof_x"
 	fi
@@ -340,6 +355,7 @@ target_flags() {
 		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof"
 		flags+=(-target "name=snigate,splice=127.0.0.1:$p_snigate,bridge=127.0.0.1:$p_snigate,pid=${pid[snigate]}$extra")
 	fi
+	wanted snigate-base && flags+=(-target "name=snigate-base,splice=127.0.0.1:$p_snigate_base,bridge=127.0.0.1:$p_snigate_base,pid=${pid[snigate-base]}")
 	if wanted snigate-x25519 && [ -n "${pid[snigate-x25519]:-}" ]; then
 		local extra=
 		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof_x"
@@ -437,7 +453,9 @@ version_of() { "$@" 2>&1 | head -1; }
 } >"$work/header.md"
 
 report="$out_dir/results-$stamp.md"
-"$work/loadgen" report -in "$results" -header "$work/header.md" -dns "$work/dns.txt" -out "$report"
+"$work/loadgen" report -in "$results" -header "$work/header.md" -dns "$work/dns.txt" -out "$report" \
+	-threads snigate=2,snigate-base=2,snigate-x25519=2,haproxy=2,nginx=2,sniproxy=1 \
+	-subject "snigate,snigate-x25519${BASE_REV:+,snigate-base}"
 {
 	echo
 	echo "## Configurations"

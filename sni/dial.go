@@ -41,9 +41,16 @@ func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) 
 	if len(hosts) == 0 {
 		return nil, nil, fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", ss.route.Name, ErrNoHealthyUpstream)
 	}
-	ctx, cancel := context.WithTimeout(ctx, ss.cfg.ConnectTimeout)
-	defer cancel()
 	start := time.Now()
+	if _, ok := dial.(*spliceTunnel); ok {
+		// The splice dial reads only the deadline (and the server's
+		// cancellation, through abort): no timer, no child context.
+		ctx = deadlineContext{ctx, start.Add(ss.cfg.ConnectTimeout)}
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ss.cfg.ConnectTimeout)
+		defer cancel()
+	}
 	var errs []error
 	for _, h := range hosts {
 		release := h.Acquire()
@@ -66,6 +73,27 @@ func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) 
 	}
 	return nil, nil, fmt.Errorf("route %q: %d of %d upstreams tried within timeouts.connect (%v), all failed: %w",
 		ss.route.Name, len(errs), len(hosts), ss.cfg.ConnectTimeout, errors.Join(errs...))
+}
+
+// deadlineContext is parent with a deadline that Deadline and Err report
+// but Done does not signal: for dialers that arm the deadline on the
+// socket themselves (rawDial, and net.Dialer, which derives its own timer
+// from Deadline).
+type deadlineContext struct {
+	context.Context
+	at time.Time
+}
+
+func (c deadlineContext) Deadline() (time.Time, bool) { return c.at, true }
+
+func (c deadlineContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.at) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // connectResult maps a connect error to the connection's result.

@@ -83,6 +83,9 @@ type Server struct {
 	// up their goroutine after parkAfter without bytes.
 	parker    *parker
 	parkAfter atomic.Int64 // nanoseconds; <= 0: never park
+	// rawDial: splice routes connect with rawDial (Config.DialContext was
+	// not set); else through dial.
+	rawDial bool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -101,10 +104,12 @@ func New(cfg Config, routes *Table) (*Server, error) {
 	if routes == nil {
 		return nil, errors.New("sni: New: nil route table")
 	}
+	rawDial := cfg.DialContext == nil
 	if err := withDefaults(&cfg); err != nil {
 		return nil, err
 	}
 	s := &Server{
+		rawDial:   rawDial,
 		log:       cfg.Logger,
 		m:         cfg.Metrics,
 		dial:      cfg.DialContext,

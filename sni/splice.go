@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -57,7 +58,7 @@ func (s *Server) splice(ss *session) (string, error) {
 // the ClientHello bytes, so that a failed write is retried on the next
 // candidate too.
 func (st *spliceTunnel) dialUpstream(ctx context.Context, addr string) (net.Conn, error) {
-	up, err := st.s.dial(ctx, "tcp", addr)
+	up, err := st.dialTCP(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,10 @@ func (st *spliceTunnel) dialUpstream(ctx context.Context, addr string) (net.Conn
 
 func (st *spliceTunnel) replay(ctx context.Context, up net.Conn) error {
 	ss := st.ss
-	if d, ok := ctx.Deadline(); ok {
+	// A fresh socket's send buffer (tcp_wmem's default, 16 KiB) takes a
+	// small replay whole, so only a large one can block and needs the
+	// deadline (two timer updates per connection saved).
+	if d, ok := ctx.Deadline(); ok && len(ss.raw) > replayNoDeadline {
 		up.SetWriteDeadline(d)
 		defer up.SetWriteDeadline(time.Time{})
 	}
@@ -94,6 +98,10 @@ func (st *spliceTunnel) replay(ctx context.Context, up net.Conn) error {
 	return nil
 }
 
+// replayNoDeadline is the largest ClientHello replay written without a
+// write deadline; a PROXY header adds at most 232 bytes.
+const replayNoDeadline = 4 << 10
+
 // start runs both directions, counted in the server's WaitGroup until the
 // session is finished: down in a new goroutine, up in this one until it
 // ends or parks.
@@ -111,11 +119,19 @@ func (st *spliceTunnel) start() {
 	st.runDirection(up)
 }
 
+// sock is a TCP socket a spliced direction reads or writes: a
+// *net.TCPConn, or the *sockConn of rawDial.
+type sock interface {
+	net.Conn
+	CloseWrite() error
+	SyscallConn() (syscall.RawConn, error)
+}
+
 // directions returns the spliced directions when both sides are TCP
 // (Linux), else copying ones.
 func (st *spliceTunnel) directions() (up, down direction) {
 	cu, ok1 := st.client.(*net.TCPConn)
-	uu, ok2 := st.upstream.(*net.TCPConn)
+	uu, ok2 := st.upstream.(sock)
 	if ok1 && ok2 {
 		if up, down, err := st.dirs.init(st, cu, uu); err == nil {
 			return up, down

@@ -20,7 +20,7 @@ import (
 // sockets and nothing else.
 type spliceDir struct {
 	t                *tunnel
-	src, dst         *net.TCPConn
+	src, dst         sock
 	srcRC, dstRC     syscall.RawConn
 	srcSide, dstSide string
 	counter          *atomic.Int64
@@ -52,7 +52,7 @@ const spliceChunk = 1 << 20
 type spliceDirs [2]spliceDir
 
 // init sets up both directions between two TCP connections.
-func (dirs *spliceDirs) init(st *spliceTunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
+func (dirs *spliceDirs) init(st *spliceTunnel, client, upstream sock) (up, down direction, err error) {
 	if st.pipes == nil {
 		return nil, nil, errors.ErrUnsupported
 	}
@@ -78,7 +78,7 @@ func (dirs *spliceDirs) wake(p *parker) {
 }
 
 // init sets every field but token, which the parker may be reading.
-func (d *spliceDir) init(st *spliceTunnel, src, dst *net.TCPConn, srcRC, dstRC syscall.RawConn, srcSide, dstSide string) {
+func (d *spliceDir) init(st *spliceTunnel, src, dst sock, srcRC, dstRC syscall.RawConn, srcSide, dstSide string) {
 	d.st, d.t, d.pipes, d.parker, d.parkAfter = st, &st.tunnel, st.pipes, st.s.parker, time.Duration(st.s.parkAfter.Load())
 	d.src, d.dst, d.srcRC, d.dstRC, d.srcSide, d.dstSide = src, dst, srcRC, dstRC, srcSide, dstSide
 	d.counter, d.dir = st.counters(srcSide)
@@ -276,7 +276,7 @@ func (d *spliceDir) failedSide() string {
 // reset or fully closed.
 const tcpStateClose = 7
 
-func tcpClosed(c *net.TCPConn) bool {
+func tcpClosed(c sock) bool {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return true

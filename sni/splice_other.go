@@ -3,9 +3,15 @@
 package sni
 
 import (
+	"context"
 	"errors"
 	"net"
 )
+
+// dialTCP opens the splice tunnel's upstream TCP connection.
+func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	return st.s.dial(ctx, "tcp", addr)
+}
 
 // pipePool is Linux-only: elsewhere it is empty and the tunnel copies
 // through a buffer.
@@ -17,7 +23,7 @@ func (*pipePool) close()     {}
 // spliceDirs is Linux-only; elsewhere the tunnel copies through a buffer.
 type spliceDirs struct{}
 
-func (*spliceDirs) init(st *spliceTunnel, client, upstream *net.TCPConn) (up, down direction, err error) {
+func (*spliceDirs) init(st *spliceTunnel, client, upstream sock) (up, down direction, err error) {
 	return nil, nil, errors.ErrUnsupported
 }
 

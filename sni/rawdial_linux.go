@@ -1,0 +1,170 @@
+package sni
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sockConn is an upstream TCP connection that rawDial opened with
+// socket(2) and connect(2) and handed to the runtime poller as an
+// *os.File. It serves the splice path, which needs a socket, deadlines and
+// a RawConn and nothing of net.Dialer's: no context watcher, no address
+// resolution, no getsockname/getpeername after connecting.
+type sockConn struct {
+	f     *os.File
+	rc    syscall.RawConn
+	raddr *net.TCPAddr
+}
+
+// dialTCP opens the splice tunnel's upstream TCP connection: with
+// rawDial when the address is an IP literal and no DialContext was
+// configured, else through the server's dialer. A raw dial in progress is
+// the session's peer, so that Close aborts it at once.
+func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	if st.s.rawDial {
+		if ap, err := netip.ParseAddrPort(addr); err == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: err}
+			}
+			dl, _ := ctx.Deadline()
+			return rawDial(ap, dl, st.ss.setPeer)
+		}
+	}
+	return st.s.dial(ctx, "tcp", addr)
+}
+
+// rawDial connects to ap before deadline (zero: no deadline). onSocket,
+// when not nil, is told the connection before connect's wait, so that the
+// caller can close it to abort the dial; it returns false when the caller
+// is closing already.
+func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool) (*sockConn, error) {
+	raddr := net.TCPAddrFromAddrPort(ap)
+	fail := func(op string, err error) error {
+		return &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: os.NewSyscallError(op, err)}
+	}
+	var sa unix.Sockaddr
+	family := unix.AF_INET
+	if ap.Addr().Is4() || ap.Addr().Is4In6() {
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
+	} else {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fail("socket", err)
+	}
+	// As net does for every TCP connection: spliced bytes go out as they
+	// come, not held back for Nagle.
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	inProgress := false
+	switch err := unix.Connect(fd, sa); err {
+	case nil:
+	case unix.EINPROGRESS, unix.EINTR:
+		inProgress = true
+	default:
+		unix.Close(fd)
+		return nil, fail("connect", err)
+	}
+	f := os.NewFile(uintptr(fd), "tcp "+ap.String())
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fail("connect", err)
+	}
+	c := &sockConn{f: f, rc: rc, raddr: raddr}
+	if onSocket != nil && !onSocket(c) {
+		f.Close()
+		return nil, fail("connect", net.ErrClosed)
+	}
+	if !inProgress {
+		return c, nil
+	}
+	if !deadline.IsZero() {
+		f.SetWriteDeadline(deadline)
+	}
+	// Each RawConn call forgets readiness seen before it, so the callback
+	// asks the kernel first: connect(2) again answers EISCONN once
+	// connected, EALREADY while in progress (wait for writability), or
+	// the connection's error.
+	var soErr error
+	werr := rc.Write(func(fd uintptr) bool {
+		switch err := unix.Connect(int(fd), sa); err {
+		case unix.EISCONN:
+		case unix.EALREADY, unix.EINPROGRESS, unix.EINTR:
+			return false
+		case nil:
+		default:
+			soErr = err
+		}
+		return true
+	})
+	if !deadline.IsZero() {
+		f.SetWriteDeadline(time.Time{})
+	}
+	switch {
+	case werr == nil:
+		werr = soErr
+	case !errors.Is(werr, os.ErrDeadlineExceeded):
+		// The only other way out of the wait: the socket was closed (the
+		// session aborted). os.File's RawConn says "use of closed file".
+		werr = net.ErrClosed
+	}
+	if werr != nil {
+		f.Close()
+		if errno, ok := werr.(syscall.Errno); ok {
+			return nil, fail("connect", errno)
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: werr}
+	}
+	return c, nil
+}
+
+func (c *sockConn) Read(b []byte) (int, error)         { return c.f.Read(b) }
+func (c *sockConn) Write(b []byte) (int, error)        { return c.f.Write(b) }
+func (c *sockConn) Close() error                       { return c.f.Close() }
+func (c *sockConn) RemoteAddr() net.Addr               { return c.raddr }
+func (c *sockConn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t) }
+func (c *sockConn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
+func (c *sockConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+
+// SyscallConn gives the socket to the splice directions.
+func (c *sockConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+
+// LocalAddr asks the kernel; nothing on the hot path needs it.
+func (c *sockConn) LocalAddr() net.Addr {
+	var a net.Addr = &net.TCPAddr{}
+	c.rc.Control(func(fd uintptr) {
+		sa, err := unix.Getsockname(int(fd))
+		if err != nil {
+			return
+		}
+		switch sa := sa.(type) {
+		case *unix.SockaddrInet4:
+			a = &net.TCPAddr{IP: net.IP(sa.Addr[:]), Port: sa.Port}
+		case *unix.SockaddrInet6:
+			a = &net.TCPAddr{IP: net.IP(sa.Addr[:]), Port: sa.Port}
+		}
+	})
+	return a
+}
+
+// CloseWrite sends a FIN: the direction toward the upstream ended.
+func (c *sockConn) CloseWrite() error {
+	var serr error
+	err := c.rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) })
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return &net.OpError{Op: "close", Net: "tcp", Addr: c.raddr, Err: os.NewSyscallError("shutdown", serr)}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package sni
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestRawDialConnectsAndHalfCloses(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c) // until the dialer's FIN
+		c.Write([]byte("bye"))
+		got <- string(b)
+	}()
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	c, err := rawDial(ap, time.Now().Add(5*time.Second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.RemoteAddr().String() != ap.String() {
+		t.Errorf("RemoteAddr %v, want %v", c.RemoteAddr(), ap)
+	}
+	if la, ok := c.LocalAddr().(*net.TCPAddr); !ok || la.Port == 0 || !la.IP.IsLoopback() {
+		t.Errorf("LocalAddr %v, want a loopback address with a port", c.LocalAddr())
+	}
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "hello" {
+		t.Fatalf("peer read %q, want hello", s)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil || string(b) != "bye" {
+		t.Fatalf("read %q, %v; want the peer's reply after our FIN", b, err)
+	}
+}
+
+func TestRawDialRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = rawDial(netip.MustParseAddrPort(addr), time.Now().Add(5*time.Second), nil)
+	var oe *net.OpError
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &oe) || oe.Op != "dial" {
+		t.Fatalf("err %v, want a dial *net.OpError wrapping ECONNREFUSED", err)
+	}
+}
+
+// stuckListener returns a loopback address whose accept queue is full, so
+// that a further connect stays in SYN_SENT (the SYNs are dropped) until it
+// is abandoned.
+func stuckListener(t *testing.T) netip.AddrPort {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa.(*unix.SockaddrInet4).Port))
+	// Fill the queue (backlog 0 admits one): connections nobody accepts.
+	for i := 0; ; i++ {
+		c, err := net.DialTimeout("tcp", ap.String(), 200*time.Millisecond)
+		if err != nil {
+			break
+		}
+		t.Cleanup(func() { c.Close() })
+		if i > 16 {
+			t.Skip("the kernel keeps accepting connections into a full queue")
+		}
+	}
+	return ap
+}
+
+func TestRawDialDeadline(t *testing.T) {
+	ap := stuckListener(t)
+	start := time.Now()
+	_, err := rawDial(ap, time.Now().Add(150*time.Millisecond), nil)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("err %v after %v, want a deadline error", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the dial took %v with a 150ms deadline", d)
+	}
+}
+
+func TestRawDialAbortedByClose(t *testing.T) {
+	ap := stuckListener(t)
+	conns := make(chan net.Conn, 1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := rawDial(ap, time.Time{}, func(c net.Conn) bool { conns <- c; return true })
+		errc <- err
+	}()
+	(<-conns).Close() // what Server.Close does to a session's peer
+	if err := <-errc; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("err %v, want the dial to end because its socket was closed", err)
+	}
+	_, err := rawDial(ap, time.Time{}, func(net.Conn) bool { return false })
+	if !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("err %v, want net.ErrClosed when the session is closing already", err)
+	}
+}
