@@ -54,6 +54,8 @@ type ClientHello struct {
 	SupportedVersions []uint16 // supported_versions extension; nil when absent
 	Len               int      // bytes of the handshake message, header included
 	Records           int      // TLS records the message spanned
+
+	versions [8]uint16 // backs SupportedVersions when it fits: no allocation
 }
 
 var helloBufPool = sync.Pool{New: func() any { b := make([]byte, 0, helloBufferSize); return &b }}

@@ -121,7 +121,11 @@ func (hello *ClientHello) parseSupportedVersions(d byteString) bool {
 	if !d.vec8(&list) || len(list) == 0 || len(list)%2 != 0 || len(d) != 0 {
 		return false
 	}
-	hello.SupportedVersions = make([]uint16, 0, len(list)/2)
+	if n := len(list) / 2; n <= len(hello.versions) {
+		hello.SupportedVersions = hello.versions[:0:n]
+	} else {
+		hello.SupportedVersions = make([]uint16, 0, n)
+	}
 	for i := 0; i < len(list); i += 2 {
 		hello.SupportedVersions = append(hello.SupportedVersions, uint16(list[i])<<8|uint16(list[i+1]))
 	}

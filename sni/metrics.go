@@ -1,6 +1,7 @@
 package sni
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,31 @@ type Metrics struct {
 	helloSeconds   prometheus.Histogram
 	durationSecs   *prometheus.HistogramVec // route
 	dialFailures   *prometheus.CounterVec   // route, upstream
+
+	// unrouted caches connections' children of connections that ended
+	// before a route was chosen (route ""), as routeMetrics.ended does for
+	// each route.
+	unrouted endedCounters
+}
+
+// endedCounters caches snigate_connections_total's children for one route
+// by listener and result: a connection ends with one lock-free lookup
+// instead of hashing and validating three label values under the
+// vector's lock. A route's cache lives in its routeMetrics, so a reload's
+// new Route starts afresh after DeleteRoute.
+type endedCounters struct{ m sync.Map } // endedKey -> prometheus.Counter
+
+type endedKey struct{ listener, result string }
+
+func (e *endedCounters) inc(vec *prometheus.CounterVec, listener, route, result string) {
+	k := endedKey{listener, result}
+	if c, ok := e.m.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := vec.WithLabelValues(listener, route, result)
+	e.m.Store(k, c)
+	c.Inc()
 }
 
 // Label values of snigate_bytes_total's direction.
@@ -83,9 +109,15 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.dialFailures.DeletePartialMatch(l)
 }
 
-func (m *Metrics) connection(listener, route, result string) {
-	if m != nil {
-		m.connections.WithLabelValues(listener, route, result).Inc()
+// ended counts a connection that ended with result; rm is its route's
+// series, nil when it ended unrouted.
+func (m *Metrics) ended(rm *routeMetrics, listener, result string) {
+	switch {
+	case m == nil:
+	case rm != nil:
+		rm.ended.inc(m.connections, listener, rm.route, result)
+	default:
+		m.unrouted.inc(m.connections, listener, "", result)
 	}
 }
 
@@ -109,6 +141,8 @@ type routeMetrics struct {
 	active   prometheus.Gauge
 	connect  prometheus.Observer
 	duration prometheus.Observer
+	route    string
+	ended    endedCounters
 }
 
 // routeMetricsCache holds a route's resolved series for one *Metrics.
@@ -129,6 +163,7 @@ func (m *Metrics) forRoute(r *Route) *routeMetrics {
 		active:   m.active.WithLabelValues(r.Name),
 		connect:  m.connectSeconds.WithLabelValues(r.Name),
 		duration: m.durationSecs.WithLabelValues(r.Name),
+		route:    r.Name,
 	}
 	r.metrics.p.Store(rm)
 	return rm

@@ -2,6 +2,7 @@ package sni
 
 import (
 	"crypto/tls"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"io"
 	"slices"
 	"testing"
@@ -107,7 +108,7 @@ func containsLabel(set, l string) bool {
 
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
-	m.connection("l", "r", "ok")
+	m.ended(nil, "l", "ok")
 	m.clientHello(0)
 	m.dialFailure("r", "u")
 	m.DeleteRoute("r")
@@ -116,4 +117,30 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	}
 	var rm *routeMetrics
 	rm.addBytes(DirectionUpstream, 10)
+}
+
+func TestEndedCountsSurviveARouteReAdded(t *testing.T) {
+	m := NewMetrics(nil)
+	count := func(route, result string) float64 {
+		return testutil.ToFloat64(m.connections.WithLabelValues("l", route, result))
+	}
+	r := &Route{Name: "r"}
+	m.ended(m.forRoute(r), "l", "ok")
+	m.ended(m.forRoute(r), "l", "ok")
+	m.ended(nil, "l", "unknown_sni")
+	if got := count("r", "ok"); got != 2 {
+		t.Fatalf("route r ok = %v, want 2", got)
+	}
+	if got := count("", "unknown_sni"); got != 1 {
+		t.Fatalf("unrouted unknown_sni = %v, want 1", got)
+	}
+	// A reload removes r (its series go) and a later one adds it back:
+	// the new Route's connections must be counted in the new series, not
+	// in the deleted children a cache might still hold.
+	m.DeleteRoute("r")
+	r2 := &Route{Name: "r"}
+	m.ended(m.forRoute(r2), "l", "ok")
+	if got := count("r", "ok"); got != 1 {
+		t.Fatalf("re-added route r ok = %v, want 1", got)
+	}
 }

@@ -371,7 +371,7 @@ func (s *Server) finish(ss *session) {
 			ss.rm.duration.Observe(d.Seconds())
 		}
 	}
-	s.m.connection(ss.listener, ss.routeName(), result)
+	s.m.ended(ss.rm, ss.listener, result)
 	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
