@@ -25,11 +25,14 @@ type sockConn struct {
 
 // dialTCP opens the splice tunnel's upstream TCP connection: with
 // rawDial when the address is an IP literal and no DialContext was
-// configured, else through the server's dialer. A raw dial in progress is
-// the session's peer, so that Close aborts it at once.
+// configured, else (a host name, a zoned address) through the server's
+// dialer. A raw dial in progress is the session's peer, so that Close
+// aborts it at once.
 func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	if st.s.rawDial {
-		if ap, err := netip.ParseAddrPort(addr); err == nil {
+		// A zoned (link-local) address goes through net, which maps the
+		// zone to an interface index.
+		if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().Zone() == "" {
 			if err := ctx.Err(); err != nil {
 				return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: err}
 			}

@@ -1,7 +1,9 @@
 package sni
 
 import (
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -134,5 +136,42 @@ func TestRawDialAbortedByClose(t *testing.T) {
 	_, err := rawDial(ap, time.Time{}, func(net.Conn) bool { return false })
 	if !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("err %v, want net.ErrClosed when the session is closing already", err)
+	}
+}
+
+// TestSpliceDialsIPsRawAndNamesThroughNet: an IP upstream is dialed with
+// rawDial, a host name through net (which resolves it); both tunnels work.
+func TestSpliceDialsIPsRawAndNamesThroughNet(t *testing.T) {
+	hello := captureHello(t, &tls.Config{ServerName: "registry.example.com"})
+	up := newTCPUpstream(t, func(c *net.TCPConn) {
+		readHelloThen(c)
+		c.Write([]byte("ready"))
+		io.Copy(io.Discard, c)
+	})
+	_, port, _ := net.SplitHostPort(up.addr)
+	for _, tc := range []struct {
+		addr, want string
+	}{
+		{up.addr, "*sni.sockConn"},
+		{net.JoinHostPort("localhost", port), "*net.TCPConn"},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			w := newWorld(t, Config{}, "", spliceRoute(t, "registry", []string{"registry.example.com"}, tc.addr))
+			c := w.dial(t)
+			c.Write(hello)
+			b := make([]byte, 5)
+			if _, err := io.ReadFull(c, b); err != nil || string(b) != "ready" {
+				t.Fatalf("read %q, %v; log:\n%s", b, err, w.logs)
+			}
+			var types []string
+			w.srv.mu.Lock()
+			for ss := range w.srv.sessions {
+				types = append(types, fmt.Sprintf("%T", ss.splice.up))
+			}
+			w.srv.mu.Unlock()
+			if len(types) != 1 || types[0] != tc.want {
+				t.Errorf("upstream connections %v, want one %s", types, tc.want)
+			}
+		})
 	}
 }
