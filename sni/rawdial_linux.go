@@ -43,6 +43,17 @@ func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, err
 	return st.s.dial(ctx, "tcp", addr)
 }
 
+// writeBuffers writes bufs to c in one system call where it can.
+func writeBuffers(c net.Conn, bufs ...[]byte) error {
+	if sc, ok := c.(*sockConn); ok {
+		_, err := sc.writeBuffers(bufs)
+		return err
+	}
+	nb := net.Buffers(bufs)
+	_, err := nb.WriteTo(c)
+	return err
+}
+
 // rawDial connects to ap before deadline (zero: no deadline). onSocket,
 // when not nil, is told the connection before connect's wait, so that the
 // caller can close it to abort the dial; it returns false when the caller
@@ -137,6 +148,50 @@ func (c *sockConn) RemoteAddr() net.Addr               { return c.raddr }
 func (c *sockConn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t) }
 func (c *sockConn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
 func (c *sockConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+
+// writeBuffers writes bufs in one writev(2) when the socket takes them
+// whole (a PROXY header and the ClientHello in one segment, as net does
+// for a *net.TCPConn), looping on partial writes.
+func (c *sockConn) writeBuffers(bufs [][]byte) (int64, error) {
+	var total int64
+	var werr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		for len(bufs) > 0 {
+			n, err := unix.Writev(int(fd), bufs)
+			if err == unix.EINTR {
+				continue
+			}
+			if err == unix.EAGAIN {
+				return false
+			}
+			if err != nil {
+				werr = err
+				return true
+			}
+			total += int64(n)
+			for n > 0 && len(bufs) > 0 {
+				if n >= len(bufs[0]) {
+					n -= len(bufs[0])
+					bufs = bufs[1:]
+				} else {
+					bufs[0] = bufs[0][n:]
+					n = 0
+				}
+			}
+			for len(bufs) > 0 && len(bufs[0]) == 0 {
+				bufs = bufs[1:]
+			}
+		}
+		return true
+	})
+	if err == nil && werr != nil {
+		err = os.NewSyscallError("writev", werr)
+	}
+	if err != nil {
+		return total, &net.OpError{Op: "write", Net: "tcp", Addr: c.raddr, Err: err}
+	}
+	return total, nil
+}
 
 // SyscallConn gives the socket to the splice directions.
 func (c *sockConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }

@@ -1,6 +1,7 @@
 package sni
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -173,5 +174,48 @@ func TestSpliceDialsIPsRawAndNamesThroughNet(t *testing.T) {
 				t.Errorf("upstream connections %v, want one %s", types, tc.want)
 			}
 		})
+	}
+}
+
+// TestRawDialWriteBuffers: writev of several buffers larger than the
+// socket buffers arrives whole and in order (partial writes, waits).
+func TestRawDialWriteBuffers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	c, err := rawDial(netip.MustParseAddrPort(ln.Addr().String()), time.Now().Add(5*time.Second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var bufs [][]byte
+	var want []byte
+	for i, n := range []int{107, 3 << 20, 0, 1, 5 << 20} {
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = byte(i*31 + j)
+		}
+		bufs = append(bufs, b)
+		want = append(want, b...)
+	}
+	if err := writeBuffers(c, bufs...); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseWrite()
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("peer got %d bytes, want the %d written, in order", len(b), len(want))
 	}
 }

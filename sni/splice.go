@@ -84,8 +84,7 @@ func (st *spliceTunnel) replay(ctx context.Context, up net.Conn) error {
 		if ferr != nil {
 			return fmt.Errorf("format PROXY %s header: %w", v, ferr)
 		}
-		bufs := net.Buffers{hdr, ss.raw}
-		_, err = bufs.WriteTo(up)
+		err = writeBuffers(up, hdr, ss.raw)
 	} else if len(ss.raw) > 0 {
 		_, err = up.Write(ss.raw)
 	}

@@ -8,6 +8,13 @@ import (
 	"net"
 )
 
+// writeBuffers writes bufs to c in one system call where it can.
+func writeBuffers(c net.Conn, bufs ...[]byte) error {
+	nb := net.Buffers(bufs)
+	_, err := nb.WriteTo(c)
+	return err
+}
+
 // dialTCP opens the splice tunnel's upstream TCP connection.
 func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	return st.s.dial(ctx, "tcp", addr)

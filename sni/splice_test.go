@@ -257,6 +257,7 @@ func TestSpliceProxyProtocolOut(t *testing.T) {
 	for _, v := range []string{ProxyProtocolV1, ProxyProtocolV2} {
 		t.Run(v, func(t *testing.T) {
 			hdrs := make(chan *proxyproto.Header, 1)
+			hellos := make(chan []byte, 1)
 			hello := captureHello(t, &tls.Config{ServerName: "registry.example.com"})
 			up := newTCPUpstream(t, func(c *net.TCPConn) {
 				br := bufio.NewReader(c)
@@ -266,10 +267,8 @@ func TestSpliceProxyProtocolOut(t *testing.T) {
 				}
 				hdrs <- h
 				b := make([]byte, len(hello))
-				io.ReadFull(br, b)
-				if !bytes.Equal(b, hello) {
-					t.Error("upstream: ClientHello after the PROXY header differs")
-				}
+				n, _ := io.ReadFull(br, b)
+				hellos <- b[:n]
 			})
 			r := spliceRoute(t, "registry", []string{"registry.example.com"}, up.addr)
 			r.ProxyProtocol = v
@@ -279,6 +278,9 @@ func TestSpliceProxyProtocolOut(t *testing.T) {
 			h := <-hdrs
 			if h == nil || h.SourceAddr.String() != c.LocalAddr().String() || h.DestinationAddr.String() != w.addr {
 				t.Fatalf("PROXY header %+v, want source %s destination %s", h, c.LocalAddr(), w.addr)
+			}
+			if b := <-hellos; !bytes.Equal(b, hello) {
+				t.Errorf("upstream: the %d bytes after the PROXY header are not the ClientHello (%d bytes)", len(b), len(hello))
 			}
 		})
 	}
