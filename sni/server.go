@@ -59,7 +59,10 @@ type Config struct {
 
 	// The fields below are fixed by New; SetConfig ignores them.
 
-	// DialContext opens upstream TCP connections. nil: a net.Dialer.
+	// DialContext opens upstream TCP connections. nil: splice routes
+	// dial IP upstreams with socket(2) and connect(2) (no net.Dialer
+	// machinery on the hot path), everything else with a net.Dialer
+	// without keepalive.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// WarnInterval rate-limits Warn lines per kind of client fault.
 	// 0: DefaultWarnInterval.
