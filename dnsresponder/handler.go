@@ -176,6 +176,9 @@ func (h *Handler) InvalidMsg(m []byte, err error) {
 	h.warn.log(result, "", err)
 }
 
+// TCPRefused counts a TCP connection the server closed over its limit.
+func (h *Handler) TCPRefused() { h.m.tcpRefused() }
+
 // mayBlock reports whether answering req may wait on the network: a
 // well-formed IN query about a name that is not routed, with forwarders
 // to ask. The UDP loop answers every other query on its reading goroutine.

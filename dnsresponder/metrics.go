@@ -44,6 +44,7 @@ type Metrics struct {
 	queries          *prometheus.CounterVec
 	duration         *prometheus.HistogramVec
 	upstreamUp       *prometheus.GaugeVec
+	tcpRefusedConns  prometheus.Counter
 	upstreamRequests *prometheus.CounterVec
 
 	// Per-query lookups skip the vectors' label hashing (hot path).
@@ -79,9 +80,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_dns_upstream_requests_total",
 			Help: "Queries sent to DNS forwarders, by forwarder and result (ok, servfail, timeout, error).",
 		}, []string{"upstream", "result"}),
+		tcpRefusedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snigate_dns_tcp_connections_refused_total",
+			Help: "TCP connections to the DNS responder closed at once because the limit of open ones was reached.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests)
+		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests, m.tcpRefusedConns)
 	}
 	m.durations = make(map[string]prometheus.Observer, len(results))
 	for _, r := range results {
@@ -123,6 +128,12 @@ func (m *Metrics) upstream(addr, result string) {
 		return
 	}
 	m.upstreamRequests.WithLabelValues(addr, result).Inc()
+}
+
+func (m *Metrics) tcpRefused() {
+	if m != nil {
+		m.tcpRefusedConns.Inc()
+	}
 }
 
 func (m *Metrics) setUpstreamUp(addr string, up bool) {

@@ -40,9 +40,15 @@ type Server struct {
 	closed  bool
 	running map[stopper]chan struct{} // closed when that Serve call returns
 
-	udpReaders  int  // reading goroutines per UDP socket; 0: one
-	maxInFlight int  // UDP queries on goroutines of their own; 0: DefaultMaxInFlight
-	noBatch     bool // read and write one datagram per system call (tests)
+	// MaxTCPConns bounds the connections served at once per ServeTCP
+	// socket; one more is closed at once. 0: DefaultMaxTCPConns; negative:
+	// no limit. Set it before serving.
+	MaxTCPConns int
+
+	warn        *warnLimiter // refused TCP connections
+	udpReaders  int          // reading goroutines per UDP socket; 0: one
+	maxInFlight int          // UDP queries on goroutines of their own; 0: DefaultMaxInFlight
+	noBatch     bool         // read and write one datagram per system call (tests)
 }
 
 // stopper is one Serve call in progress, as Shutdown sees it.
@@ -70,7 +76,7 @@ func NewServer(h dns.Handler, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{logger: logger, running: make(map[stopper]chan struct{})}
+	s := &Server{logger: logger, running: make(map[stopper]chan struct{}), warn: newWarnLimiter(logger)}
 	s.SetHandler(h)
 	return s
 }
@@ -116,9 +122,18 @@ func (s *Server) ServeUDP(pc net.PacketConn) error {
 
 // ServeTCP accepts connections on ln and answers the queries on them until
 // Shutdown or Close, which close ln; it returns nil then. Each connection
-// gets 2s for its first query and 8s between queries (miekg/dns defaults).
+// gets 2s for its first query and 8s between queries (miekg/dns defaults);
+// at most MaxTCPConns are open at once.
 func (s *Server) ServeTCP(ln net.Listener) error {
-	return s.serve(&dns.Server{Listener: ln, Net: "tcp"}, ln.Addr())
+	addr := ln.Addr()
+	max := s.MaxTCPConns
+	if max == 0 {
+		max = DefaultMaxTCPConns
+	}
+	if max > 0 {
+		ln = &limitListener{Listener: ln, s: s, slots: make(chan struct{}, max), max: max}
+	}
+	return s.serve(&dns.Server{Listener: ln, Net: "tcp"}, addr)
 }
 
 func (s *Server) serve(srv *dns.Server, addr net.Addr) error {
