@@ -104,6 +104,40 @@ func (cfg *Config) validate() error {
 	return nil
 }
 
+// Adopt carries over, from old (the handler a reload replaces), the health
+// of the forwarders both have, so that a forwarder found failing stays
+// tried last instead of costing every query a timeout again; and it
+// drops the metric series of old's forwarders that h does not have. Call
+// it before h serves.
+func (h *Handler) Adopt(old *Handler) {
+	if old == nil {
+		return
+	}
+	prev, ok := old.fwd.(*forwarders)
+	if !ok {
+		return
+	}
+	kept := map[string]bool{}
+	if cur, ok := h.fwd.(*forwarders); ok {
+		for _, f := range cur.list {
+			kept[f.addr] = true
+			for _, of := range prev.list {
+				if of.addr == f.addr {
+					f.failing.Store(of.failing.Load())
+					f.retryAt.Store(of.retryAt.Load())
+					h.m.setUpstreamUp(f.addr, !f.failing.Load())
+					break
+				}
+			}
+		}
+	}
+	for _, of := range prev.list {
+		if !kept[of.addr] {
+			h.m.deleteUpstream(of.addr)
+		}
+	}
+}
+
 // Policy returns the routed-name policy the handler answers with.
 func (h *Handler) Policy() *Policy { return h.policy }
 

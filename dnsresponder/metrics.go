@@ -130,6 +130,16 @@ func (m *Metrics) upstream(addr, result string) {
 	m.upstreamRequests.WithLabelValues(addr, result).Inc()
 }
 
+// deleteUpstream drops the series of a forwarder no longer configured.
+func (m *Metrics) deleteUpstream(addr string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"upstream": addr}
+	m.upstreamUp.DeletePartialMatch(l)
+	m.upstreamRequests.DeletePartialMatch(l)
+}
+
 func (m *Metrics) tcpRefused() {
 	if m != nil {
 		m.tcpRefusedConns.Inc()

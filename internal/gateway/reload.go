@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"github.com/snigate/snigate/dnsresponder"
 	"os"
 	"slices"
 	"time"
@@ -66,6 +67,11 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 	gen.start(ctx, g.log)
 	g.sni.SetRoutes(gen.routes)
 	if g.dns != nil && gen.dns != nil {
+		if nh, ok := gen.dns.(*dnsresponder.Handler); ok {
+			if oh, ok := old.dns.(*dnsresponder.Handler); ok {
+				nh.Adopt(oh)
+			}
+		}
 		g.dns.SetHandler(gen.dns)
 	}
 	g.gen.Store(gen)

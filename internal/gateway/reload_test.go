@@ -169,3 +169,42 @@ func TestReloadAppliesAllowList(t *testing.T) {
 		t.Errorf("listen.allow reported as needing a restart:\n%s", w.logs)
 	}
 }
+
+// TestReloadDropsRemovedDNSForwarders: the series of a DNS forwarder that
+// a reload removed disappear from /metrics; the kept one stays.
+func TestReloadDropsRemovedDNSForwarders(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	cfg := func(forward string) string {
+		return fmt.Sprintf(`listen:
+  tls: ["127.0.0.1:0"]
+  dns: "127.0.0.1:0"
+  admin: "127.0.0.1:0"
+dns:
+  answer: ["127.0.0.1"]
+  forward: [%s]
+routes:
+%s`, forward, spliceRoute("a", "a.test", a.addr()))
+	}
+	w.writeConfig(cfg(`"127.0.0.1:5301", "127.0.0.1:5302"`))
+	w.start()
+	metrics := func() string {
+		code, body := w.adminGet("/metrics")
+		if code != 200 {
+			t.Fatalf("/metrics: %d", code)
+		}
+		return body
+	}
+	kept, removed := `snigate_dns_upstream_up{upstream="127.0.0.1:5301"} 1`, `snigate_dns_upstream_up{upstream="127.0.0.1:5302"}`
+	if m := metrics(); !strings.Contains(m, kept) || !strings.Contains(m, removed) {
+		t.Fatalf("before the reload, want both forwarders' series:\n%s", grepLines(m, "snigate_dns_upstream"))
+	}
+	w.writeConfig(cfg(`"127.0.0.1:5301"`))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	<-w.reloaded
+	if m := metrics(); !strings.Contains(m, kept) || strings.Contains(m, removed) {
+		t.Errorf("after the reload, want 5301's series only:\n%s", grepLines(m, "snigate_dns_upstream"))
+	}
+}
