@@ -38,6 +38,11 @@ var knownMetrics = map[string][]string{
 	"snigate_certificate_reload_failures_total": {"route", "role"},
 	"snigate_connection_duration_seconds":       {"route"},
 	"snigate_dns_query_duration_seconds":        {"result"},
+	"snigate_upstream_dial_failures_total":      {"route", "upstream"},
+	"snigate_ready":                             {},
+	"snigate_dns_upstream_up":                   {"upstream"},
+	"snigate_dns_upstream_requests_total":       {"upstream", "result"},
+	"snigate_dns_tcp_connections_refused_total": {},
 	// client_golang's Go and process collectors
 	"process_open_fds":              {},
 	"process_max_fds":               {},
