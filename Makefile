@@ -7,14 +7,14 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build test test-deps vet unit fuzz fuzz-short bench coredns clean
+.PHONY: all build test test-deps vet unit race fuzz fuzz-short bench coredns clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/snigate ./cmd/snigate
 
-test: test-deps vet unit fuzz-short
+test: test-deps vet unit race fuzz-short
 
 # Debian packages used by the end-to-end tests and benchmarks (registry,
 # pull clients, real peers, load tools). Installed only when missing.
@@ -29,6 +29,12 @@ unit:
 	@for m in coredns-plugin deploy; do \
 		if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
+
+# The concurrent packages again under the race detector (the end-to-end
+# tests drive a separately built binary, so they gain nothing from it).
+RACE_PKGS ?= ./sni/... ./dnsresponder/... ./upstream/... ./internal/...
+race:
+	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 # Each fuzz target of every module for FUZZTIME (go test runs one -fuzz
 # target at a time); failures are listed at the end.

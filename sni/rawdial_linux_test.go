@@ -167,7 +167,9 @@ func TestSpliceDialsIPsRawAndNamesThroughNet(t *testing.T) {
 			var types []string
 			w.srv.mu.Lock()
 			for ss := range w.srv.sessions {
-				types = append(types, fmt.Sprintf("%T", ss.splice.up))
+				ss.mu.Lock() // the upstream connection, as abort sees it
+				types = append(types, fmt.Sprintf("%T", ss.peer))
+				ss.mu.Unlock()
 			}
 			w.srv.mu.Unlock()
 			if len(types) != 1 || types[0] != tc.want {
