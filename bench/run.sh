@@ -30,6 +30,7 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
 RATE_TIME=${RATE_TIME:-5s}     # one splice connection-rate measurement
+LAT_RATE=${LAT_RATE:-2000}     # connections/s of the open-loop splice-latency scenario
 HS_TIME=${HS_TIME:-4s}         # one bridge handshake measurement
 TPUT_TIME=${TPUT_TIME:-3s}     # one throughput measurement
 CONC=${CONC:-32}               # concurrent connections (rate and handshakes)
@@ -374,7 +375,7 @@ loadgen_run() { # loadgen_run SCENARIOS ROUNDS FIRST_ROUND
 	"$work/loadgen" run -pki "$pki" -out "$results" -upstream-pid "$upstream_pid" \
 		-upstream-stats "127.0.0.1:$p_up_stats" -client-groups "$CLIENT_GROUPS" \
 		-scenarios "$1" -rounds "$2" -first-round "$3" -conc "$CONC" \
-		-rate-time "$RATE_TIME" -hs-time "$HS_TIME" -tput-time "$TPUT_TIME" \
+		-rate-time "$RATE_TIME" -lat-rate "$LAT_RATE" -hs-time "$HS_TIME" -tput-time "$TPUT_TIME" \
 		-streams "$STREAMS" -idle-conns "$IDLE_CONNS" "${flags[@]}"
 }
 
@@ -384,7 +385,7 @@ main_scenarios() {
 	IFS=, read -ra list <<<"$SCENARIOS"
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
-			out+=(splice-rate splice-tput bridge-full bridge-resumed bridge-tput)
+			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput)
 		elif [ "$s" != idle-mem ]; then
 			out+=("$s")
 		fi
@@ -443,7 +444,7 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "## Settings"
 	echo
 	echo "- a measurement during which other work on the machine used more than half a core is taken again (at most twice, 90s in all per loadgen run); the attempt with the least other work is kept"
-	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME, handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
+	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME (closed loop) and splice latency at $LAT_RATE conn/s for $RATE_TIME (open loop, latency from each connection's due time), handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
 	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)'); built with cmd/snigate/default.pgo when present (go build's -pgo=auto)"
 	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge route adds upstream_tls.key_exchanges [x25519] (X25519 on the upstream leg, as OpenSSL 3.0 gives HAProxy and nginx); the node leg still negotiates what the client offers first (Go's server picks X25519MLKEM768 when offered); bridge scenarios only"
 	echo "- HAProxy: nbthread 2, option splice-request + splice-response (maxpipes 256; splice-auto alone did not splice the download stream), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"

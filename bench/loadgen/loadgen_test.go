@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -257,5 +258,26 @@ func TestProcReadsThisProcess(t *testing.T) {
 	}
 	if tree := processTree(pid); len(tree) == 0 || tree[0] != pid {
 		t.Errorf("processTree = %v, want it to start with %d", tree, pid)
+	}
+}
+
+// TestOpenLoop: an open loop starts exactly rate x d operations whatever
+// they return, and counts failures apart.
+func TestOpenLoop(t *testing.T) {
+	var n atomic.Int64
+	newOp := func() func() error {
+		return func() error {
+			if n.Add(1)%4 == 0 {
+				return errBadEcho
+			}
+			return nil
+		}
+	}
+	lr := openLoop(200, 100*time.Millisecond, newOp)
+	if lr.ok+lr.errs != 20 || lr.errs != 5 || len(lr.lat.all) != 15 {
+		t.Fatalf("ok %d, errs %d, latencies %d; want 20 started (200/s for 100ms), 5 failed, 15 timed", lr.ok, lr.errs, len(lr.lat.all))
+	}
+	if lr.firstErr != errBadEcho {
+		t.Errorf("first error %v", lr.firstErr)
 	}
 }

@@ -70,3 +70,51 @@ func runWorker(op func() error, deadline time.Time) workerResult {
 	}
 	return w
 }
+
+// maxOpenInFlight bounds the operations an open-loop run has in flight;
+// one that finds them all busy waits, and its latency counts the wait.
+const maxOpenInFlight = 256
+
+// openLoop starts operations at a fixed rate for d, whatever the target's
+// speed (an open loop: the load does not back off when the target slows
+// down), and times each from the moment it was due, so that a stalled
+// target's backlog shows in the latencies instead of lowering the load
+// (no coordinated omission). newOp makes one op per concurrent slot.
+func openLoop(rate float64, d time.Duration, newOp func() func() error) loopResult {
+	ops := make(chan func() error, maxOpenInFlight)
+	for range maxOpenInFlight {
+		ops <- newOp()
+	}
+	var (
+		mu  sync.Mutex
+		res loopResult
+		wg  sync.WaitGroup
+	)
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	for due := start; due.Before(start.Add(d)); due = due.Add(interval) {
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w) // pacing the load, not synchronising
+		}
+		op := <-ops
+		wg.Go(func() {
+			err := op()
+			took := time.Since(due)
+			ops <- op
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				res.errs++
+				if res.firstErr == nil {
+					res.firstErr = err
+				}
+				return
+			}
+			res.ok++
+			res.lat.all = append(res.lat.all, took)
+		})
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	return res
+}

@@ -32,6 +32,11 @@ func rowsFor(scenarios []string) []row {
 				row{sc, "per_core", "1 splice conn per proxy core-second", true, "%.0f", 0},
 				row{sc, "p50_ms", "1 splice p50 ms", false, "%.2f", 0},
 				row{sc, "p99_ms", "1 splice p99 ms", false, "%.2f", 0})
+		case sc == "splice-latency":
+			rows = append(rows,
+				row{sc, "p50_ms", "1 splice p50 ms, open loop at a fixed rate", false, "%.2f", 0},
+				row{sc, "p99_ms", "1 splice p99 ms, open loop at a fixed rate", false, "%.2f", 0},
+				row{sc, "p999_ms", "1 splice p99.9 ms, open loop at a fixed rate", false, "%.2f", 0})
 		case strings.HasPrefix(sc, "splice-tput-"):
 			rows = append(rows, row{sc, "gbit_s", "2 splice Gbit/s, " + streamsLabel(sc), true, "%.2f", 0},
 				row{sc, "per_core", "2 splice Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0})

@@ -26,6 +26,7 @@ type runner struct {
 	firstRound    int
 	conc          int
 	rateTime      time.Duration
+	latRate       float64 // connections per second of splice-latency
 	hsTime        time.Duration
 	tputTime      time.Duration
 	streams       []int

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -29,7 +30,10 @@ func proxyOnly(t target) string {
 
 // scenarioList returns the scenarios in run order.
 func (r *runner) scenarioList() []scenario {
-	list := []scenario{{name: "splice-rate", addr: spliceAddr, warm: true, measure: (*runner).spliceRate}}
+	list := []scenario{
+		{name: "splice-rate", addr: spliceAddr, warm: true, measure: (*runner).spliceRate},
+		{name: "splice-latency", addr: spliceAddr, warm: true, measure: (*runner).spliceLatency},
+	}
 	for _, n := range r.streams {
 		list = append(list, scenario{name: fmt.Sprintf("splice-tput-%d", n), addr: spliceAddr, measure: r.spliceTput(n)})
 	}
@@ -50,6 +54,21 @@ func (r *runner) spliceRate(t target, round int) (Result, error) {
 	lr := closedLoop(r.conc, r.rateTime, spliceEcho(t.Splice, r.msgs))
 	res.CPU = cpu.stop()
 	prof.finish(&res, lr.ok)
+	return res, loopValues(&res, lr, "conn_s")
+}
+
+// spliceLatency is scenario 1 as an open loop at a fixed rate below every
+// proxy's capacity (-lat-rate): the latency a proxy adds when it is not
+// the bottleneck, which the closed loop of splice-rate cannot show (there
+// latency is the concurrency divided by the rate).
+func (r *runner) spliceLatency(t target, round int) (Result, error) {
+	res := r.newResult("splice-latency", t, round)
+	cpu := startCPU(t.PID, r.upstreamPID)
+	lr := openLoop(r.latRate, r.rateTime, spliceEcho(t.Splice, r.msgs))
+	res.CPU = cpu.stop()
+	res.Values["offered_conn_s"] = r.latRate
+	slices.Sort(lr.lat.all)
+	res.Values["p999_ms"] = percentile(lr.lat.all, 99.9)
 	return res, loopValues(&res, lr, "conn_s")
 }
 
