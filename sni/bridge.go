@@ -120,7 +120,8 @@ func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config,
 		}
 		t.up, t.release = c.(*tls.Conn), release
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: t.ss.route.Serve.GetCertificate}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: t.ss.route.Serve.GetCertificate,
+		CurvePreferences: t.ss.route.ServeKeyExchanges}
 	if p := t.up.ConnectionState().NegotiatedProtocol; p != "" {
 		cfg.NextProtos = []string{p}
 	}

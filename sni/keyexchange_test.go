@@ -59,6 +59,7 @@ func TestBridgeKeyExchange(t *testing.T) {
 	tests := []struct {
 		name         string
 		nodeCurves   []tls.CurveID
+		serveCurves  []tls.CurveID // the route's ServeKeyExchanges
 		upCurves     []tls.CurveID
 		wantNode     tls.CurveID
 		wantUp       tls.CurveID
@@ -71,12 +72,17 @@ func TestBridgeKeyExchange(t *testing.T) {
 			wantNode: tls.X25519, wantUp: tls.X25519MLKEM768},
 		{name: "template P-256 only", upCurves: []tls.CurveID{tls.CurveP256},
 			wantNode: tls.X25519MLKEM768, wantUp: tls.CurveP256, wantUpOffers: []tls.CurveID{tls.CurveP256}},
+		{name: "serve X25519 only: the node's hybrid offer is passed over, no retry", serveCurves: []tls.CurveID{tls.X25519},
+			wantNode: tls.X25519, wantUp: tls.X25519MLKEM768},
+		{name: "X25519 on both legs", serveCurves: []tls.CurveID{tls.X25519}, upCurves: []tls.CurveID{tls.X25519},
+			wantNode: tls.X25519, wantUp: tls.X25519, wantUpOffers: []tls.CurveID{tls.X25519}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up, offered := helloUpstream(t, p.upstreamConfig("h2"))
 			r := p.route(t, up.addr)
 			r.UpstreamTLS.CurvePreferences = tt.upCurves
+			r.ServeKeyExchanges = tt.serveCurves
 			w := newWorld(t, Config{}, "", r)
 			node := p.nodeConfig("h2")
 			node.CurvePreferences = tt.nodeCurves
@@ -93,6 +99,9 @@ func TestBridgeKeyExchange(t *testing.T) {
 				}
 				if tt.wantUpOffers != nil && !slices.Equal(offers, tt.wantUpOffers) {
 					t.Errorf("connection %d: the upstream leg offered %v, want only %v", i+1, offers, tt.wantUpOffers)
+				}
+				if st.HelloRetryRequest {
+					t.Errorf("connection %d: the node leg needed a HelloRetryRequest (an extra round trip)", i+1)
 				}
 				if st.DidResume != resumed || ust.DidResume != resumed {
 					t.Errorf("connection %d: DidResume node %v, upstream %v; want %v on both", i+1, st.DidResume, ust.DidResume, resumed)

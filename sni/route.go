@@ -57,6 +57,11 @@ type Route struct {
 
 	// Serve, bridge only: the certificate presented to clients.
 	Serve certSource
+	// ServeKeyExchanges, bridge only: the key exchanges the client leg
+	// accepts (tls.Config.CurvePreferences of the handshake with the
+	// node). nil: crypto/tls's default, which picks the post-quantum
+	// hybrid X25519MLKEM768 whenever the client offers it.
+	ServeKeyExchanges []tls.CurveID
 	// UpstreamTLS, bridge only: the template of the client configuration
 	// for the upstream leg (RootCAs, GetClientCertificate, ServerName; ""
 	// means the SNI the client sent). nil means system roots, no client

@@ -121,6 +121,10 @@ type Health struct {
 type Serve struct {
 	Cert, Key     string // a fixed certificate and its key
 	CACert, CAKey string // a CA that mints a leaf per SNI name
+	// KeyExchanges are the TLS key exchanges the client leg accepts, lower
+	// case; empty: crypto/tls's default (the post-quantum hybrid when the
+	// client offers it).
+	KeyExchanges []string
 }
 
 // Minting reports whether the route mints its certificates from a CA.

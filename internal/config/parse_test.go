@@ -102,7 +102,7 @@ routes:
     sni: [minted.example.com]
     mode: bridge
     upstreams: ["10.3.0.1:443"]
-    serve: {ca_cert: ca.crt, ca_key: ca.key}
+    serve: {ca_cert: ca.crt, ca_key: ca.key, key_exchanges: [X25519, x25519mlkem768]}
     upstream_tls: {server_name: Upstream.Example.com, key_exchanges: [X25519]}
 `
 
@@ -151,7 +151,7 @@ func TestParseFullExample(t *testing.T) {
 			Balance: BalanceRoundRobin,
 			Health: Health{Check: CheckTLS, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
-			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key")},
+			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key"), KeyExchanges: []string{"x25519", "x25519mlkem768"}},
 			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com", KeyExchanges: []string{"x25519"}},
 		}},
 	}

@@ -20,8 +20,9 @@ func (p *parser) serve(route fields, mode string) Serve {
 		}
 		return Serve{}
 	}
-	f := p.mapping(route.get("serve"), route.key("serve"), route.keyLine("serve"), "cert", "key", "ca_cert", "ca_key")
-	s := Serve{Cert: p.pathAt(f, "cert"), Key: p.pathAt(f, "key"), CACert: p.pathAt(f, "ca_cert"), CAKey: p.pathAt(f, "ca_key")}
+	f := p.mapping(route.get("serve"), route.key("serve"), route.keyLine("serve"), "cert", "key", "ca_cert", "ca_key", "key_exchanges")
+	s := Serve{Cert: p.pathAt(f, "cert"), Key: p.pathAt(f, "key"), CACert: p.pathAt(f, "ca_cert"), CAKey: p.pathAt(f, "ca_key"),
+		KeyExchanges: p.keyExchanges(f)}
 	leaf, ca := s.Cert != "" || s.Key != "", s.CACert != "" || s.CAKey != ""
 	switch {
 	case leaf && ca:
@@ -77,9 +78,10 @@ func (p *parser) upstreamTLS(route fields, mode string) UpstreamTLS {
 	return u
 }
 
-// keyExchanges returns upstream_tls.key_exchanges: TLS key exchange names
-// for the upstream leg; empty keeps crypto/tls's default (post-quantum
-// X25519MLKEM768 hybrid, then X25519 and the NIST curves).
+// keyExchanges returns the key_exchanges of upstream_tls (the upstream
+// leg) or serve (the client leg): TLS key exchange names; empty keeps
+// crypto/tls's default (post-quantum X25519MLKEM768 hybrid, then X25519
+// and the NIST curves).
 func (p *parser) keyExchanges(f fields) []string {
 	var out []string
 	seen := dupChecker{}

@@ -48,3 +48,35 @@ func TestUpstreamKeyExchanges(t *testing.T) {
 		})
 	}
 }
+
+// TestServeKeyExchanges: serve.key_exchanges decides the key exchange of
+// the node-to-gateway leg; without it the hybrid the node offers is used.
+func TestServeKeyExchanges(t *testing.T) {
+	for _, tt := range []struct {
+		name, setting string
+		want          tls.CurveID
+	}{
+		{name: "default", setting: "", want: tls.X25519MLKEM768},
+		{name: "x25519", setting: ", key_exchanges: [x25519]", want: tls.X25519},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, "")
+			up := startEcho(t, w.leaf("registry.test"), w.ca.Pool())
+			_, err := w.ca.WriteLeaf(w.dir, "serve", "registry.test", "registry.test")
+			must(t, err)
+			cfg := strings.Replace(fmt.Sprintf(bridgeConfig, up.addr()), "key: serve.key}", "key: serve.key"+tt.setting+"}", 1)
+			if !strings.Contains(cfg, "key: serve.key"+tt.setting+"}") {
+				t.Fatalf("the test's configuration has no serve line to extend:\n%s", cfg)
+			}
+			w.writeConfig(cfg)
+			w.start()
+			c, err := w.dialTLS("registry.test")
+			must(t, err)
+			defer c.Close()
+			echoRoundTrip(t, c, "hello")
+			if got := c.ConnectionState().CurveID; got != tt.want {
+				t.Errorf("node leg key exchange %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
