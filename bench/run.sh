@@ -17,8 +17,9 @@
 # bridge-full, bridge-resumed, bridge-tput, idle-mem; then bench/dns/run.sh
 # when it exists (DNS=0 skips it). Targets: direct snigate snigate-x25519
 # haproxy nginx sniproxy (sniproxy: splice only; snigate-x25519: bridge
-# only, the same gateway with upstream_tls.key_exchanges [x25519], the key
-# exchange OpenSSL 3.0 gives HAProxy and nginx; direct: no idle-mem).
+# only, the same gateway with serve.key_exchanges and
+# upstream_tls.key_exchanges [x25519], the key exchange OpenSSL 3.0 gives
+# HAProxy and nginx on both legs; direct: no idle-mem).
 #
 # Fair settings: 2 worker threads or processes for every proxy (sniproxy is
 # single-threaded), HAProxy splices (option splice-request and
@@ -160,12 +161,12 @@ pki=$work
 # --- configurations ------------------------------------------------------------
 
 # snigate_config PORT [KEY_EXCHANGES]: the gateway's configuration; with
-# KEY_EXCHANGES (snigate-x25519), the bridge route's upstream_tls sets
-# key_exchanges, and nothing else differs.
+# KEY_EXCHANGES (snigate-x25519), the bridge route's serve and upstream_tls
+# set key_exchanges, and nothing else differs.
 snigate_config() {
-	local kx=
+	local kx= skx=
 	[ -n "${2:-}" ] && kx="
-      key_exchanges: [$2]"
+      key_exchanges: [$2]" && skx=", key_exchanges: [$2]"
 	cat <<EOF
 listen:
   tls: ["127.0.0.1:$1"]
@@ -186,7 +187,7 @@ routes:
     mode: bridge
     upstreams: ["127.0.0.1:$p_up_bridge"]
     health: {check: tls, interval: 30s}
-    serve: {cert: $pki/serve.crt, key: $pki/serve.key}
+    serve: {cert: $pki/serve.crt, key: $pki/serve.key$skx}
     upstream_tls:
       cert: $pki/client.crt
       key: $pki/client.key
@@ -446,7 +447,7 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- a measurement during which other work on the machine used more than half a core is taken again (at most twice, 90s in all per loadgen run); the attempt with the least other work is kept"
 	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME (closed loop) and splice latency at $LAT_RATE conn/s for $RATE_TIME (open loop, latency from each connection's due time), handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
 	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)'); built with cmd/snigate/default.pgo when present (go build's -pgo=auto)"
-	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge route adds upstream_tls.key_exchanges [x25519] (X25519 on the upstream leg, as OpenSSL 3.0 gives HAProxy and nginx); the node leg still negotiates what the client offers first (Go's server picks X25519MLKEM768 when offered); bridge scenarios only"
+	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge route adds serve.key_exchanges and upstream_tls.key_exchanges [x25519] (X25519 on both legs, as OpenSSL 3.0 gives HAProxy and nginx, although the clients offer the hybrid first); bridge scenarios only"
 	echo "- HAProxy: nbthread 2, option splice-request + splice-response (maxpipes 256; splice-auto alone did not splice the download stream), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
 	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass; bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
 	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
