@@ -175,10 +175,12 @@ func TestAlertRules(t *testing.T) {
 	}
 	// What the alerts must cover, by the series they watch.
 	required := map[string]string{
-		"SnigateUpstreamDown":            "snigate_upstream_up",
-		"SnigateNoHealthyUpstream":       "snigate_upstream_up",
-		"SnigateCertificateExpiringSoon": "snigate_certificate_expiry_timestamp_seconds",
-		"SnigateConfigReloadFailed":      "snigate_config_reloads_total",
+		"SnigateUpstreamDown":             "snigate_upstream_up",
+		"SnigateNoHealthyUpstream":        "snigate_upstream_up",
+		"SnigateCertificateExpiringSoon":  "snigate_certificate_expiry_timestamp_seconds",
+		"SnigateConfigReloadFailed":       "snigate_config_reloads_total",
+		"SnigateDNSForwarderDown":         "snigate_dns_upstream_up",
+		"SnigateDNSTCPConnectionsRefused": "snigate_dns_tcp_connections_refused_total",
 	}
 	for name, series := range required {
 		if !strings.Contains(alerts[name], series) {
