@@ -22,14 +22,18 @@ func newDialer() *net.Dialer { return &net.Dialer{KeepAlive: -1} }
 // the TLS handshake (bridge).
 type dialFunc func(ctx context.Context, addr string) (net.Conn, error)
 
-func (f dialFunc) dialUpstream(ctx context.Context, addr string) (net.Conn, error) {
+// dialUpstream runs f under a context that ends at deadline.
+func (f dialFunc) dialUpstream(ctx context.Context, deadline time.Time, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	return f(ctx, addr)
 }
 
-// upstreamDialer opens one upstream connection to addr, ready for the
-// tunnel; a dialFunc is one.
+// upstreamDialer opens one upstream connection to addr before deadline,
+// ready for the tunnel; ctx is canceled when the server closes
+// connections by force. A dialFunc is one.
 type upstreamDialer interface {
-	dialUpstream(ctx context.Context, addr string) (net.Conn, error)
+	dialUpstream(ctx context.Context, deadline time.Time, addr string) (net.Conn, error)
 }
 
 // connect tries the route's candidates in order until dial succeeds, all
@@ -42,19 +46,11 @@ func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) 
 		return nil, nil, fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", ss.route.Name, ErrNoHealthyUpstream)
 	}
 	start := time.Now()
-	if _, ok := dial.(*spliceTunnel); ok {
-		// The splice dial reads only the deadline (and the server's
-		// cancellation, through abort): no timer, no child context.
-		ctx = deadlineContext{ctx, start.Add(ss.cfg.ConnectTimeout)}
-	} else {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, ss.cfg.ConnectTimeout)
-		defer cancel()
-	}
+	deadline := start.Add(ss.cfg.ConnectTimeout)
 	var errs []error
 	for _, h := range hosts {
 		release := h.Acquire()
-		c, err := dial.dialUpstream(ctx, h.Addr())
+		c, err := dial.dialUpstream(ctx, deadline, h.Addr())
 		if err == nil {
 			ss.upstream = h.Addr()
 			if ss.rm != nil {
@@ -67,33 +63,12 @@ func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) 
 		s.warnf(resultUpstreamError+"/"+ss.route.Name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
 			"route", ss.route.Name, "upstream", h.Addr(), "err", err)
 		errs = append(errs, fmt.Errorf("%s: %w", h.Addr(), err))
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
 	}
 	return nil, nil, fmt.Errorf("route %q: %d of %d upstreams tried within timeouts.connect (%v), all failed: %w",
 		ss.route.Name, len(errs), len(hosts), ss.cfg.ConnectTimeout, errors.Join(errs...))
-}
-
-// deadlineContext is parent with a deadline that Deadline and Err report
-// but Done does not signal: for dialers that arm the deadline on the
-// socket themselves (rawDial, and net.Dialer, which derives its own timer
-// from Deadline).
-type deadlineContext struct {
-	context.Context
-	at time.Time
-}
-
-func (c deadlineContext) Deadline() (time.Time, bool) { return c.at, true }
-
-func (c deadlineContext) Err() error {
-	if err := c.Context.Err(); err != nil {
-		return err
-	}
-	if !time.Now().Before(c.at) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // connectResult maps a connect error to the connection's result.

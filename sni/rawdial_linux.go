@@ -28,7 +28,7 @@ type sockConn struct {
 // configured, else (a host name, a zoned address) through the server's
 // dialer. A raw dial in progress is the session's peer, so that Close
 // aborts it at once.
-func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+func (st *spliceTunnel) dialTCP(ctx context.Context, deadline time.Time, addr string) (net.Conn, error) {
 	if st.s.rawDial {
 		// A zoned (link-local) address goes through net, which maps the
 		// zone to an interface index.
@@ -36,22 +36,10 @@ func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, err
 			if err := ctx.Err(); err != nil {
 				return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: err}
 			}
-			dl, _ := ctx.Deadline()
-			return rawDial(ap, dl, st.ss.setPeer)
+			return rawDial(ap, deadline, st.ss.setPeer)
 		}
 	}
-	return st.s.dial(ctx, "tcp", addr)
-}
-
-// writeBuffers writes bufs to c in one system call where it can.
-func writeBuffers(c net.Conn, bufs ...[]byte) error {
-	if sc, ok := c.(*sockConn); ok {
-		_, err := sc.writeBuffers(bufs)
-		return err
-	}
-	nb := net.Buffers(bufs)
-	_, err := nb.WriteTo(c)
-	return err
+	return dialFunc(st.dialNet).dialUpstream(ctx, deadline, addr)
 }
 
 // rawDial connects to ap before deadline (zero: no deadline). onSocket,

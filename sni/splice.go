@@ -57,25 +57,30 @@ func (s *Server) splice(ss *session) (string, error) {
 // dialUpstream implements upstreamDialer: TCP, then the PROXY header and
 // the ClientHello bytes, so that a failed write is retried on the next
 // candidate too.
-func (st *spliceTunnel) dialUpstream(ctx context.Context, addr string) (net.Conn, error) {
-	up, err := st.dialTCP(ctx, addr)
+func (st *spliceTunnel) dialUpstream(ctx context.Context, deadline time.Time, addr string) (net.Conn, error) {
+	up, err := st.dialTCP(ctx, deadline, addr)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.replay(ctx, up); err != nil {
+	if err := st.replay(deadline, up); err != nil {
 		up.Close()
 		return nil, err
 	}
 	return up, nil
 }
 
-func (st *spliceTunnel) replay(ctx context.Context, up net.Conn) error {
+// dialNet opens a TCP connection to addr with the server's dialer.
+func (st *spliceTunnel) dialNet(ctx context.Context, addr string) (net.Conn, error) {
+	return st.s.dial(ctx, "tcp", addr)
+}
+
+func (st *spliceTunnel) replay(deadline time.Time, up net.Conn) error {
 	ss := st.ss
 	// A fresh socket's send buffer (tcp_wmem's default, 16 KiB) takes a
 	// small replay whole, so only a large one can block and needs the
 	// deadline (two timer updates per connection saved).
-	if d, ok := ctx.Deadline(); ok && len(ss.raw) > replayNoDeadline {
-		up.SetWriteDeadline(d)
+	if len(ss.raw) > replayNoDeadline {
+		up.SetWriteDeadline(deadline)
 		defer up.SetWriteDeadline(time.Time{})
 	}
 	var err error
@@ -95,6 +100,20 @@ func (st *spliceTunnel) replay(ctx context.Context, up net.Conn) error {
 	ss.up.Add(n)
 	ss.rm.addBytes(DirectionUpstream, n)
 	return nil
+}
+
+// writeBuffers writes bufs to c in one system call where c can (rawDial's
+// *sockConn), else as net.Buffers does.
+func writeBuffers(c net.Conn, bufs ...[]byte) error {
+	if bw, ok := c.(interface {
+		writeBuffers([][]byte) (int64, error)
+	}); ok {
+		_, err := bw.writeBuffers(bufs)
+		return err
+	}
+	nb := net.Buffers(bufs)
+	_, err := nb.WriteTo(c)
+	return err
 }
 
 // replayNoDeadline is the largest ClientHello replay written without a

@@ -6,18 +6,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"time"
 )
 
-// writeBuffers writes bufs to c in one system call where it can.
-func writeBuffers(c net.Conn, bufs ...[]byte) error {
-	nb := net.Buffers(bufs)
-	_, err := nb.WriteTo(c)
-	return err
-}
-
 // dialTCP opens the splice tunnel's upstream TCP connection.
-func (st *spliceTunnel) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
-	return st.s.dial(ctx, "tcp", addr)
+func (st *spliceTunnel) dialTCP(ctx context.Context, deadline time.Time, addr string) (net.Conn, error) {
+	return dialFunc(st.dialNet).dialUpstream(ctx, deadline, addr)
 }
 
 // pipePool is Linux-only: elsewhere it is empty and the tunnel copies
