@@ -68,6 +68,14 @@ type Route struct {
 	// certificate. It is cloned; ClientSessionCache, NextProtos and
 	// MinVersion are set by snigate (one session cache per route).
 	UpstreamTLS *tls.Config
+	// UpstreamTLSFunc, bridge only, when set, replaces UpstreamTLS: it is
+	// called once per upstream dial and returns a configuration that dial
+	// owns (certinel-style rotation of the client certificate and trust).
+	// Its ClientSessionCache, when set, stores the dial's sessions instead
+	// of the route's cache, so that it can scope them to the certificate
+	// and trust they were made with. NextProtos and MinVersion are set by
+	// snigate, and ServerName when "".
+	UpstreamTLSFunc func() *tls.Config
 	// BridgeFunc, bridge only: nil copies bytes both ways.
 	BridgeFunc BridgeFunc
 
@@ -182,7 +190,7 @@ func validateSplice(r *Route) error {
 	default:
 		return fmt.Errorf("proxy_protocol %q: want \"\", \"v1\" or \"v2\"", r.ProxyProtocol)
 	}
-	if r.Serve != nil || r.UpstreamTLS != nil || r.BridgeFunc != nil {
+	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil {
 		return errors.New("serve, upstream_tls and BridgeFunc apply to bridge routes only")
 	}
 	return nil

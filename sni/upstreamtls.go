@@ -21,11 +21,13 @@ type legConfig struct {
 	serverName, sessionKey string
 }
 
-// config clones the route's UpstreamTLS template for this dial: the
-// client's ALPN list, ServerName (the template's, else the client's SNI,
-// else the upstream's host), TLS 1.2 at least, and the route's session
-// cache keyed per upstream address so that round-robin does not make
-// upstreams reject each other's tickets.
+// config takes the route's upstream configuration for this dial (a call
+// of UpstreamTLSFunc, else a clone of UpstreamTLS) and sets the client's
+// ALPN list, ServerName (the template's, else the client's SNI, else the
+// upstream's host), TLS 1.2 at least, and a session cache keyed per
+// upstream address so that round-robin does not make upstreams reject
+// each other's tickets: the template's cache (scoped to the certificate
+// and trust it was built with) or else the route's.
 //
 // Key exchange: the template's CurvePreferences, else crypto/tls's
 // default, which offers the post-quantum hybrid X25519MLKEM768 (one
@@ -37,10 +39,7 @@ type legConfig struct {
 // for about a quarter of the bridge's CPU per handshake (README, "Bridge
 // performance"). snigate keeps the post-quantum default.
 func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
-	cfg := &tls.Config{}
-	if tmpl := lc.route.UpstreamTLS; tmpl != nil {
-		cfg = tmpl.Clone()
-	}
+	cfg := lc.template()
 	cfg.GetClientCertificate = lc.clientCertificate(cfg.GetClientCertificate, cfg.Certificates)
 	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
 	cfg.NextProtos = hello.SupportedProtos
@@ -51,8 +50,25 @@ func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
 		cfg.ServerName, _, _ = net.SplitHostPort(lc.addr)
 	}
 	lc.serverName, lc.sessionKey = cfg.ServerName, lc.addr+" "+cfg.ServerName
-	cfg.ClientSessionCache = legSessions{lc}
+	store := cfg.ClientSessionCache
+	if store == nil {
+		store = lc.route.sessions
+	}
+	cfg.ClientSessionCache = legSessions{lc: lc, store: store}
 	return cfg
+}
+
+// template is the dial's own copy of the route's upstream configuration.
+func (lc *legConfig) template() *tls.Config {
+	switch r := lc.route; {
+	case r.UpstreamTLSFunc != nil:
+		if cfg := r.UpstreamTLSFunc(); cfg != nil {
+			return cfg
+		}
+	case r.UpstreamTLS != nil:
+		return r.UpstreamTLS.Clone()
+	}
+	return &tls.Config{}
 }
 
 // clientCertificate wraps the template's way of choosing a client
@@ -70,8 +86,13 @@ func (lc *legConfig) clientCertificate(get func(*tls.CertificateRequestInfo) (*t
 	}
 }
 
-// legSessions is the route's client session cache seen through one dial.
-type legSessions struct{ lc *legConfig }
+// legSessions is the dial's session store (the route's cache, or the one
+// UpstreamTLSFunc gave) seen through one dial: keys name the upstream
+// address too.
+type legSessions struct {
+	lc    *legConfig
+	store tls.ClientSessionCache
+}
 
 func (s legSessions) key(k string) string {
 	if k == s.lc.serverName && s.lc.sessionKey != "" {
@@ -81,14 +102,14 @@ func (s legSessions) key(k string) string {
 }
 
 func (s legSessions) Get(k string) (*tls.ClientSessionState, bool) {
-	return s.lc.route.sessions.Get(s.key(k))
+	return s.store.Get(s.key(k))
 }
 
 // Put stores a session; a ticket received while confirmClientAuth waits
 // proves the upstream accepted the client certificate, so it ends the
 // wait at once.
 func (s legSessions) Put(k string, cs *tls.ClientSessionState) {
-	s.lc.route.sessions.Put(s.key(k), cs)
+	s.store.Put(s.key(k), cs)
 	if cs != nil && s.lc.probing.Load() {
 		s.lc.raw.SetReadDeadline(time.Now())
 	}

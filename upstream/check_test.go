@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -199,5 +200,64 @@ func TestCheckTimeout(t *testing.T) {
 	p.CheckOnce(ctx)
 	if st := p.Status()[0]; st.Healthy || !strings.Contains(st.LastError, "deadline exceeded") && !strings.Contains(st.LastError, "timeout") {
 		t.Fatalf("status %+v: want a timeout failure", st)
+	}
+}
+
+// recordingCache is a session cache that remembers the keys it was asked
+// for and given.
+type recordingCache struct {
+	tls.ClientSessionCache
+	mu         sync.Mutex
+	puts, hits []string
+}
+
+func (c *recordingCache) Get(k string) (*tls.ClientSessionState, bool) {
+	cs, ok := c.ClientSessionCache.Get(k)
+	if ok {
+		c.mu.Lock()
+		c.hits = append(c.hits, k)
+		c.mu.Unlock()
+	}
+	return cs, ok
+}
+
+func (c *recordingCache) Put(k string, cs *tls.ClientSessionState) {
+	c.mu.Lock()
+	c.puts = append(c.puts, k)
+	c.mu.Unlock()
+	c.ClientSessionCache.Put(k, cs)
+}
+
+// TestTLSCheckSharesTheTemplatesSessionCache: a bridge route's template
+// carries a session cache scoped to the client certificate and trust in
+// force (certs.ClientTLS); checks used a cache of their own, so they went
+// on resuming sessions made with a rotated-out certificate. They now store
+// and resume their sessions in the template's cache, keyed by address
+// and server name as bridged traffic keys them.
+func TestTLSCheckSharesTheTemplatesSessionCache(t *testing.T) {
+	pki := newPKI(t)
+	u := startUpstream(t, serverConfig(pki.server, pki.ca.pool, 0))
+	cache := &recordingCache{ClientSessionCache: tls.NewLRUClientSessionCache(8)}
+	p := mustPool(t, Config{
+		Addrs: []string{u.addr},
+		Check: Check{Kind: CheckTLS},
+		TLSConfigFunc: func() *tls.Config {
+			c := pki.clientConfig(&pki.client)
+			c.ClientSessionCache = cache
+			return c
+		},
+	})
+	rounds(p, 2)
+	if st := p.Status()[0]; !st.Healthy {
+		t.Fatalf("check failed: %s", st.LastError)
+	}
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	want := u.addr + " " + pki.clientConfig(nil).ServerName
+	if len(cache.puts) == 0 || cache.puts[0] != want {
+		t.Fatalf("sessions stored under %q, want %q", cache.puts, want)
+	}
+	if len(cache.hits) == 0 {
+		t.Fatal("the second check did not resume the first one's session from the template's cache")
 	}
 }

@@ -42,7 +42,7 @@ type session struct {
 // sessionOptions adjust the client configuration of one session.
 type sessionOptions struct {
 	noClientCert bool                   // present no certificate even if base has one
-	sessions     tls.ClientSessionCache // nil: a cache for this session only
+	sessions     tls.ClientSessionCache // used when base has no cache of its own; nil: a cache for this session only
 	nextProtos   []string               // nil: base's
 }
 
@@ -97,13 +97,42 @@ func (s *session) instrument(base *tls.Config, addr string, opt sessionOptions) 
 		return pick(cri)
 	}
 	cfg.VerifyConnection = s.verifyFunc(cfg.VerifyConnection)
-	cache := opt.sessions
-	if cache == nil {
-		cache = tls.NewLRUClientSessionCache(1)
-	}
+	cache := sessionStore(base, addr, opt)
 	s.tickets = &ticketWatch{cache: cache}
 	cfg.ClientSessionCache = s.tickets
 	return cfg
+}
+
+// sessionStore is where a session's tickets go. A base configuration
+// with a session cache of its own (a bridge route's, scoped to the client
+// certificate and trust in force) shares it, keyed by address as traffic
+// keys it; a session without our client certificate never does, since a
+// resumption would present no certificate where traffic presents one.
+func sessionStore(base *tls.Config, addr string, opt sessionOptions) tls.ClientSessionCache {
+	switch {
+	case opt.noClientCert:
+		return tls.NewLRUClientSessionCache(1)
+	case base.ClientSessionCache != nil:
+		return addrSessions{cache: base.ClientSessionCache, addr: addr}
+	case opt.sessions != nil:
+		return opt.sessions
+	}
+	return tls.NewLRUClientSessionCache(1)
+}
+
+// addrSessions keys a shared session cache by upstream address and
+// server name, the keys bridged traffic uses for the same sessions.
+type addrSessions struct {
+	cache tls.ClientSessionCache
+	addr  string
+}
+
+func (s addrSessions) Get(key string) (*tls.ClientSessionState, bool) {
+	return s.cache.Get(s.addr + " " + key)
+}
+
+func (s addrSessions) Put(key string, cs *tls.ClientSessionState) {
+	s.cache.Put(s.addr+" "+key, cs)
 }
 
 // verifyFunc runs after crypto/tls verified the server's chain (or skipped

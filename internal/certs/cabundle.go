@@ -44,7 +44,7 @@ type CABundleConfig struct {
 type CABundle struct {
 	cfg  CABundleConfig
 	log  *slog.Logger
-	pool atomic.Pointer[x509.CertPool]
+	cur  atomic.Pointer[bundleState]
 	pem  []byte // contents of the bundle in use; Run's goroutine only
 	id   fileID // the file's identity at the last read; Run's goroutine only
 }
@@ -74,9 +74,24 @@ func NewCABundle(cfg CABundleConfig) (*CABundle, error) {
 	return b, nil
 }
 
+// bundleState is one bundle put in use: its pool and its place in the
+// sequence of bundles this CABundle has used (1 for the first).
+type bundleState struct {
+	pool    *x509.CertPool
+	version uint64
+}
+
 // Pool is the bundle in use, a snapshot: a reload builds a new pool, it
 // never changes one handed out.
-func (b *CABundle) Pool() *x509.CertPool { return b.pool.Load() }
+func (b *CABundle) Pool() *x509.CertPool { return b.cur.Load().pool }
+
+// Snapshot is the bundle in use and its version, read together: the
+// version grows by one each time a different bundle is put in use, so it
+// tells what a TLS session was verified against (see ClientTLS).
+func (b *CABundle) Snapshot() (*x509.CertPool, uint64) {
+	s := b.cur.Load()
+	return s.pool, s.version
+}
 
 func (b *CABundle) use(data []byte, certs []*x509.Certificate) {
 	pool := x509.NewCertPool()
@@ -84,7 +99,11 @@ func (b *CABundle) use(data []byte, certs []*x509.Certificate) {
 		pool.AddCert(c)
 	}
 	b.pem = data
-	b.pool.Store(pool)
+	var version uint64 = 1
+	if prev := b.cur.Load(); prev != nil {
+		version = prev.version + 1
+	}
+	b.cur.Store(&bundleState{pool: pool, version: version})
 	b.cfg.Metrics.setExpiry(b.cfg.Route, b.cfg.Role, earliestExpiry(certs))
 }
 

@@ -2,12 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"log/slog"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -98,8 +96,10 @@ func routedTable(cfg *config.Config) *sni.NameTable[struct{}] {
 	return &t
 }
 
-// probeConfig builds the probe of one route's upstreams from the files the
-// configuration names (loaded once: check is a one-shot command).
+// probeConfig builds the probe of one route's upstreams. A bridge route's
+// client side comes from clientTLS, the builder `run` uses, so the probe
+// presents the same certificate and verifies the upstream the same way as
+// traffic does. Its workers are not run: check is a one-shot command.
 func probeConfig(cfg *config.Config, rc *config.Route) (upstream.ProbeConfig, error) {
 	pc := upstream.ProbeConfig{
 		ServerName: checkServerName(rc),
@@ -109,28 +109,11 @@ func probeConfig(cfg *config.Config, rc *config.Route) (upstream.ProbeConfig, er
 	if rc.Mode != string(sni.ModeBridge) {
 		return pc, nil
 	}
-	c := &tls.Config{ServerName: pc.ServerName, MinVersion: tls.VersionTLS12}
-	u := rc.UpstreamTLS
-	var err error
-	if c.CurvePreferences, err = sni.ParseKeyExchanges(u.KeyExchanges); err != nil {
-		return pc, fmt.Errorf("upstream_tls.key_exchanges: %w", err)
+	ct, _, err := clientTLS(rc, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		return pc, err
 	}
-	if u.Cert != "" {
-		kp, err := tls.LoadX509KeyPair(u.Cert, u.Key)
-		if err != nil {
-			return pc, fmt.Errorf("upstream_tls: %w", err)
-		}
-		c.Certificates = []tls.Certificate{kp}
-	}
-	if u.CA != "" {
-		pem, err := os.ReadFile(u.CA)
-		if err != nil {
-			return pc, fmt.Errorf("upstream_tls.ca: %w", err)
-		}
-		c.RootCAs = x509.NewCertPool()
-		c.RootCAs.AppendCertsFromPEM(pem)
-	}
-	pc.ClientTLS = c
+	pc.ClientTLS = ct.Config()
 	return pc, nil
 }
 

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -80,16 +79,13 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		if r.ServeKeyExchanges, err = sni.ParseKeyExchanges(rc.Serve.KeyExchanges); err != nil {
 			return nil, fmt.Errorf("route %s: serve.key_exchanges: %w", rc.Name, err)
 		}
-		if r.UpstreamTLS, err = g.upstreamTLS(gen, rc); err != nil {
+		ct, workers, err := clientTLS(rc, g.log, g.metrics.certs)
+		if err != nil {
 			return nil, err
 		}
-		checkTLS = func() *tls.Config {
-			c := r.UpstreamTLS.Clone()
-			if c.ServerName == "" {
-				c.ServerName = checkServerName(rc)
-			}
-			return c
-		}
+		gen.workers = append(gen.workers, workers...)
+		r.UpstreamTLSFunc = ct.Config
+		checkTLS = checkClientTLS(ct, rc)
 	}
 	pool, err := upstream.New(upstream.Config{
 		Route:         rc.Name,
@@ -173,69 +169,6 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 	}
 	gen.workers = append(gen.workers, kp)
 	return kp, nil
-}
-
-// upstreamTLS is the template of a bridge route's connections to its
-// upstreams: the edge client certificate, and verification against
-// upstream_tls.ca (re-read when it changes) or the system roots.
-func (g *Gateway) upstreamTLS(gen *generation, rc *config.Route) (*tls.Config, error) {
-	u := rc.UpstreamTLS
-	c := &tls.Config{ServerName: u.ServerName, MinVersion: tls.VersionTLS12}
-	var err error
-	if c.CurvePreferences, err = sni.ParseKeyExchanges(u.KeyExchanges); err != nil {
-		return nil, err
-	}
-	if u.Cert != "" {
-		kp, err := certs.NewKeyPair(certs.KeyPairConfig{
-			CertFile: u.Cert, KeyFile: u.Key, Route: rc.Name, Role: "client",
-			Logger: g.log, Metrics: g.metrics.certs,
-		})
-		if err != nil {
-			return nil, err
-		}
-		gen.workers = append(gen.workers, kp)
-		c.GetClientCertificate = kp.GetClientCertificate
-	}
-	if u.CA != "" {
-		b, err := certs.NewCABundle(certs.CABundleConfig{
-			File: u.CA, Route: rc.Name, Role: "upstream_ca",
-			Logger: g.log, Metrics: g.metrics.certs,
-		})
-		if err != nil {
-			return nil, err
-		}
-		gen.workers = append(gen.workers, b)
-		// RootCAs is fixed once a tls.Config is in use; verifying in
-		// VerifyConnection against the bundle's current pool lets a
-		// rotated CA apply to the next handshake.
-		c.InsecureSkipVerify = true
-		c.VerifyConnection = verifyAgainst(b.Pool)
-	}
-	return c, nil
-}
-
-// verifyAgainst verifies the peer's chain for the connection's server name
-// against the pool roots returns at the time of the handshake. A resumed
-// session was verified when it was established (crypto/tls does the same
-// with RootCAs), so it is not verified again.
-func verifyAgainst(roots func() *x509.CertPool) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if cs.DidResume {
-			return nil
-		}
-		if len(cs.PeerCertificates) == 0 {
-			return errors.New("upstream sent no certificate")
-		}
-		opts := x509.VerifyOptions{DNSName: cs.ServerName, Roots: roots()}
-		if len(cs.PeerCertificates) > 1 {
-			opts.Intermediates = x509.NewCertPool()
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-		}
-		_, err := cs.PeerCertificates[0].Verify(opts)
-		return err
-	}
 }
 
 func (g *Gateway) buildDNS(cfg *config.Config) (dns.Handler, error) {
