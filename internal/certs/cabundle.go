@@ -42,11 +42,11 @@ type CABundleConfig struct {
 // (in-place write, rename-over, Kubernetes ..data symlink swap). A bad write
 // is reported and the last good bundle stays in use.
 type CABundle struct {
-	cfg  CABundleConfig
-	log  *slog.Logger
-	cur  atomic.Pointer[bundleState]
-	pem  []byte // contents of the bundle in use; Run's goroutine only
-	id   fileID // the file's identity at the last read; Run's goroutine only
+	cfg CABundleConfig
+	log *slog.Logger
+	cur atomic.Pointer[bundleState]
+	pem []byte // contents of the bundle in use; Run's goroutine only
+	id  fileID // the file's identity at the last read; Run's goroutine only
 }
 
 // NewCABundle reads the bundle once; it fails if the file cannot be read or
