@@ -97,6 +97,9 @@ func (s *Server) setFailed(w http.ResponseWriter, route, addr string, err error)
 // readState decodes and validates the request body. On failure it returns
 // the HTTP status and an error message for the client.
 func readState(w http.ResponseWriter, r *http.Request) (upstream.State, int, error) {
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return "", http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json (curl -H 'Content-Type: application/json'), with a body such as %s", ct, wantBody())
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {

@@ -20,6 +20,7 @@ func FuzzReadState(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/api/upstreams/r/u", strings.NewReader(string(body)))
+		r.Header.Set("Content-Type", "application/json")
 		state, code, err := readState(httptest.NewRecorder(), r)
 		switch {
 		case err == nil && !slices.Contains(validStates, state):

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 )
 
 // Timeouts of the admin HTTP server. Scrapes and API calls are small; these
@@ -35,6 +37,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics counts the admin requests. nil: not counted.
 	Metrics *Metrics
+	// Hosts are the host names a TCP request's Host header may carry
+	// besides IP literals and localhost (see guard): the host name of
+	// listen.admin. nil: none.
+	Hosts []string
+	// MaxConns caps the connections served at once; 0: DefaultMaxConns.
+	MaxConns int
 }
 
 // Server is the admin HTTP server: /healthz, /readyz, /metrics and the
@@ -54,7 +62,7 @@ func New(cfg Config) *Server {
 		s.log = slog.Default()
 	}
 	s.http = &http.Server{
-		Handler:           s.routes(),
+		Handler:           guard(s.routes(), cfg.Hosts),
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout:       DefaultReadTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
@@ -65,13 +73,14 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Handler returns the server's routes, for tests and for embedding.
+// Handler returns the server's routes behind the cross-site guard, for
+// tests and for embedding.
 func (s *Server) Handler() http.Handler { return s.http.Handler }
 
 // Serve answers requests on ln until Shutdown or Close; it closes ln. It
 // returns nil after Shutdown or Close, and otherwise the accept error.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.http.Serve(ln)
+	err := s.http.Serve(netutil.LimitListener(ln, cmp.Or(s.cfg.MaxConns, DefaultMaxConns)))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -90,6 +90,7 @@ func New(opts Options) (*Gateway, error) {
 		ReadyFunc: g.ready.Load,
 		Gatherer:  g.registry,
 		Logger:    g.log,
+		Hosts:     adminHosts(cfg.Listen.Admin),
 	})
 	return g, nil
 }
@@ -166,4 +167,13 @@ func (g *Gateway) setTLSPorts(ports []int) error {
 	defer g.reloadMu.Unlock()
 	g.tlsPorts = ports
 	return g.sni.SetConfig(g.sniConfig(g.gen.Load().cfg))
+}
+
+// adminHosts is the host name of listen.admin that the admin API accepts
+// in Host, if the address has one.
+func adminHosts(addr string) []string {
+	if h := admin.ListenHost(addr); h != "" {
+		return []string{h}
+	}
+	return nil
 }
