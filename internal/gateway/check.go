@@ -111,10 +111,7 @@ func probeConfig(cfg *config.Config, rc *config.Route) (upstream.ProbeConfig, er
 	}
 	c := &tls.Config{ServerName: pc.ServerName, MinVersion: tls.VersionTLS12}
 	u := rc.UpstreamTLS
-	var err error
-	if c.CurvePreferences, err = sni.ParseKeyExchanges(u.KeyExchanges); err != nil {
-		return pc, fmt.Errorf("upstream_tls.key_exchanges: %w", err)
-	}
+	c.CurvePreferences = u.KeyExchanges
 	if u.Cert != "" {
 		kp, err := tls.LoadX509KeyPair(u.Cert, u.Key)
 		if err != nil {

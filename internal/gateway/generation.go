@@ -77,9 +77,7 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		if r.Serve, err = g.serveSource(gen, rc); err != nil {
 			return nil, err
 		}
-		if r.ServeKeyExchanges, err = sni.ParseKeyExchanges(rc.Serve.KeyExchanges); err != nil {
-			return nil, fmt.Errorf("route %s: serve.key_exchanges: %w", rc.Name, err)
-		}
+		r.ServeKeyExchanges = rc.Serve.KeyExchanges
 		if r.UpstreamTLS, err = g.upstreamTLS(gen, rc); err != nil {
 			return nil, err
 		}
@@ -181,10 +179,7 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 func (g *Gateway) upstreamTLS(gen *generation, rc *config.Route) (*tls.Config, error) {
 	u := rc.UpstreamTLS
 	c := &tls.Config{ServerName: u.ServerName, MinVersion: tls.VersionTLS12}
-	var err error
-	if c.CurvePreferences, err = sni.ParseKeyExchanges(u.KeyExchanges); err != nil {
-		return nil, err
-	}
+	c.CurvePreferences = u.KeyExchanges
 	if u.Cert != "" {
 		kp, err := certs.NewKeyPair(certs.KeyPairConfig{
 			CertFile: u.Cert, KeyFile: u.Key, Route: rc.Name, Role: "client",
