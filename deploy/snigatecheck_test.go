@@ -1,19 +1,13 @@
 package deploy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/snigate/snigate/internal/pki"
 )
 
 // buildSnigate builds ../cmd/snigate from the gateway's module. Without
@@ -39,70 +33,29 @@ type testPKI struct{ caCert, caKey, serveCert, serveKey, clientCert, clientKey s
 
 func newTestPKI(t *testing.T, dir string, names []string) testPKI {
 	t.Helper()
-	p := testPKI{
-		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
-		serveCert: filepath.Join(dir, "serve.crt"), serveKey: filepath.Join(dir, "serve.key"),
-		clientCert: filepath.Join(dir, "client.crt"), clientKey: filepath.Join(dir, "client.key"),
+	ca, err := pki.NewAuthority("snigate test CA")
+	if err != nil {
+		t.Fatal(err)
 	}
-	caKey := newKey(t)
-	caTmpl := certTemplate(1, "snigate test CA")
-	caTmpl.IsCA, caTmpl.BasicConstraintsValid = true, true
-	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
-	caDER := sign(t, caTmpl, caTmpl, caKey, caKey)
-	ca, _ := x509.ParseCertificate(caDER)
-	writePair(t, p.caCert, p.caKey, caDER, caKey)
-
-	serve := certTemplate(2, names[0])
-	serve.DNSNames = names
-	serve.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	k := newKey(t)
-	writePair(t, p.serveCert, p.serveKey, sign(t, serve, ca, k, caKey), k)
-
-	client := certTemplate(3, "edge.example.test")
-	client.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	k = newKey(t)
-	writePair(t, p.clientCert, p.clientKey, sign(t, client, ca, k, caKey), k)
+	if err := ca.WriteCA(dir, "ca"); err != nil {
+		t.Fatal(err)
+	}
+	p := testPKI{caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key")}
+	serve, err := ca.Issue(pki.CommonName(names[0]), pki.SANs(names...))
+	if err == nil {
+		p.serveCert, p.serveKey, err = serve.Write(dir, "serve")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.Issue(pki.CommonName("edge.example.test"))
+	if err == nil {
+		p.clientCert, p.clientKey, err = client.Write(dir, "client")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	return p
-}
-
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func certTemplate(serial int64, cn string) *x509.Certificate {
-	return &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-}
-
-func sign(t *testing.T, tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
-func writePair(t *testing.T, certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) {
-	t.Helper()
-	kb, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // localCopy rewrites the configuration's certificate paths to test files.

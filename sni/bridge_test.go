@@ -19,9 +19,9 @@ const registryName = "registry.example.com"
 // edge's certificate from it), and the CA nodes trust for the gateway's
 // serving certificate.
 type bridgePKI struct {
-	upstreamCA *pki
-	clientCA   *pki
-	serveCA    *pki
+	upstreamCA *testCA
+	clientCA   *testCA
+	serveCA    *testCA
 	upCert     tls.Certificate
 	edgeCert   tls.Certificate
 	serveCert  tls.Certificate

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -216,7 +215,7 @@ func TestConnectPipelined(t *testing.T) {
 }
 
 // httpsRegistry is an HTTPS server with a certificate for registryName.
-func httpsRegistry(tb testing.TB, ca *pki) *httptest.Server {
+func httpsRegistry(tb testing.TB, ca *testCA) *httptest.Server {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "registry %s %s", r.Host, r.URL.Path)
 	}))
@@ -277,7 +276,7 @@ func TestConnectCurl(t *testing.T) {
 	w := newWorld(t, Config{}, "", p.route(t, reg.Listener.Addr().String()))
 	addr := w.serveConnect(t)
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.serveCA.cert.Raw}), 0o644); err != nil {
+	if err := os.WriteFile(caFile, p.serveCA.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

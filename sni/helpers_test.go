@@ -2,19 +2,16 @@ package sni
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/snigate/snigate/internal/pki"
 )
 
 // recConn records what a tls.Client writes and fails its first read, so
@@ -77,64 +74,30 @@ func manyALPN(n int) []string {
 	return p
 }
 
-// pki is a throwaway CA with helpers to issue server and client leaves.
-type pki struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+// testCA is a throwaway CA (internal/pki) that fails the test on errors.
+type testCA struct {
+	*pki.Authority
 	pool *x509.CertPool
 }
 
-func newPKI(tb testing.TB, name string) *pki {
+func newPKI(tb testing.TB, name string) *testCA {
 	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	a, err := pki.NewAuthority(name)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	p := &pki{cert: cert, key: key, pool: x509.NewCertPool()}
-	p.pool.AddCert(cert)
-	return p
+	return &testCA{Authority: a, pool: a.Pool()}
 }
 
 // leaf issues a certificate for names (server) or a client certificate
 // when names is empty.
-func (p *pki) leaf(tb testing.TB, names ...string) tls.Certificate {
+func (p *testCA) leaf(tb testing.TB, names ...string) tls.Certificate {
 	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	l, err := p.Issue(pki.CommonName("edge"), pki.SANs(names...))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "edge"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		DNSNames:     names,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if len(names) == 0 {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return l.Pair
 }
 
 // ticketHello returns a ClientHello that carries a session ticket of at

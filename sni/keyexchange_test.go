@@ -5,38 +5,8 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strings"
 	"testing"
 )
-
-func TestParseKeyExchanges(t *testing.T) {
-	tests := []struct {
-		names   []string
-		want    []tls.CurveID
-		wantErr string
-	}{
-		{names: nil, want: nil},
-		{names: []string{"x25519"}, want: []tls.CurveID{tls.X25519}},
-		{names: []string{"X25519MLKEM768", " x25519 "}, want: []tls.CurveID{tls.X25519MLKEM768, tls.X25519}},
-		{names: []string{"P-256", "secp256r1", "CurveP384", "secp521r1"}, want: []tls.CurveID{tls.CurveP256, tls.CurveP384, tls.CurveP521}},
-		{names: []string{"x448"}, wantErr: `key exchange "x448": want one of x25519mlkem768`},
-		{names: []string{""}, wantErr: `key exchange "": want one of`},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.names, ","), func(t *testing.T) {
-			got, err := ParseKeyExchanges(tt.names)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || !slices.Equal(got, tt.want) {
-				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-}
 
 // helloUpstream is a TLS upstream that also reports the groups each
 // ClientHello offered.

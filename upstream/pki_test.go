@@ -1,17 +1,13 @@
 package upstream
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/snigate/snigate/internal/pki"
 )
 
 // testServerName is the name upstream certificates are issued for.
@@ -19,8 +15,7 @@ const testServerName = "registry.example.test"
 
 // testCA is a throwaway certificate authority for the tests.
 type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	*pki.Authority
 	pool *x509.CertPool
 }
 
@@ -68,60 +63,22 @@ func buildPKI() (*testPKI, error) {
 }
 
 func newCA(name string) (*testCA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	a, err := pki.NewAuthority(name)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}, nil
+	return &testCA{Authority: a, pool: a.Pool()}, nil
 }
 
+// issue makes a certificate for name and 127.0.0.1 with one extended key
+// usage, valid for 12 hours.
 func (ca *testCA) issue(name string, usage x509.ExtKeyUsage) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	l, err := ca.Issue(pki.CommonName(name), pki.SANs(name, "127.0.0.1"), pki.ExtKeyUsage(usage),
+		pki.Validity(time.Now().Add(-time.Hour), time.Now().Add(12*time.Hour)))
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{name},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(12 * time.Hour).Truncate(time.Second),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+	return l.Pair, nil
 }
 
 // clientConfig is the configuration a bridge route uses towards the

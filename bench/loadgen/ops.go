@@ -67,7 +67,7 @@ func (s *handshakeStats) record(cs tls.ConnectionState) {
 // verifies the bridge route's serve certificate, or, for the direct
 // baseline, the upstream's certificate while presenting the edge's client
 // certificate (what the proxies do on their upstream leg).
-func clientTLS(t target, p *pki, cache tls.ClientSessionCache, curves []tls.CurveID) *tls.Config {
+func clientTLS(t target, p *material, cache tls.ClientSessionCache, curves []tls.CurveID) *tls.Config {
 	cfg := &tls.Config{ServerName: bridgeName, RootCAs: p.roots, ClientSessionCache: cache, CurvePreferences: curves}
 	if t.Direct {
 		cfg.ServerName = upstreamName

@@ -13,7 +13,7 @@ import (
 // runner runs the chosen scenarios against every target in interleaved
 // rounds and appends each Result to a JSON-lines file.
 type runner struct {
-	pki           *pki
+	pki           *material
 	msgs          messages
 	targets       []target
 	upstreamPID   int

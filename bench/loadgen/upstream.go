@@ -24,7 +24,7 @@ type upstream struct {
 	stats     upstreamStats
 }
 
-func newUpstream(p *pki) *upstream {
+func newUpstream(p *material) *upstream {
 	u := &upstream{tlsConfig: &tls.Config{
 		Certificates: []tls.Certificate{p.upstream},
 		ClientAuth:   tls.RequireAndVerifyClientCert,

@@ -3,16 +3,9 @@ package certs
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+
+	"github.com/snigate/snigate/internal/pki"
 )
 
 func TestMain(m *testing.M) {
@@ -34,31 +29,16 @@ const waitLimit = 30 * time.Second
 // testPollInterval keeps the stat backstop quick in tests.
 const testPollInterval = 20 * time.Millisecond
 
-// testPair is a self-signed certificate for "test.example" with serial and
-// its PKCS#8 key, both PEM.
+// testPair is a self-signed certificate for "test.example" with serial,
+// valid for serial days, and its PKCS#8 key, both PEM.
 func testPair(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	l, err := pki.SelfSigned(pki.Serial(serial), pki.CommonName(fmt.Sprintf("pair %d", serial)), pki.SANs("test.example"),
+		pki.Validity(time.Now().Add(-time.Hour), time.Now().Add(time.Duration(serial)*24*time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: fmt.Sprintf("pair %d", serial)},
-		DNSNames:     []string{"test.example"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Duration(serial) * 24 * time.Hour).Truncate(time.Second),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk})
+	return l.CertPEM, l.KeyPEM
 }
 
 func writeFile(t *testing.T, path string, data []byte) {

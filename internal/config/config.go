@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"net/netip"
 	"time"
 )
@@ -121,10 +122,10 @@ type Health struct {
 type Serve struct {
 	Cert, Key     string // a fixed certificate and its key
 	CACert, CAKey string // a CA that mints a leaf per SNI name
-	// KeyExchanges are the TLS key exchanges the client leg accepts, lower
-	// case; empty: crypto/tls's default (the post-quantum hybrid when the
-	// client offers it).
-	KeyExchanges []string
+	// KeyExchanges are the TLS key exchanges the client leg accepts, as
+	// tls.Config.CurvePreferences; nil: crypto/tls's default (the
+	// post-quantum hybrid when the client offers it).
+	KeyExchanges []tls.CurveID
 }
 
 // Minting reports whether the route mints its certificates from a CA.
@@ -136,10 +137,10 @@ type UpstreamTLS struct {
 	Cert, Key  string // client certificate presented upstream; both or neither
 	CA         string // PEM bundle to verify upstreams; "": system roots
 	ServerName string // name to verify; "": the SNI the client sent
-	// KeyExchanges are the TLS key exchanges offered upstream, lower case
-	// ("x25519mlkem768", "x25519", ...); empty: crypto/tls's default,
-	// which puts the post-quantum hybrid X25519MLKEM768 first.
-	KeyExchanges []string
+	// KeyExchanges are the TLS key exchanges offered upstream, as
+	// tls.Config.CurvePreferences; nil: crypto/tls's default, which puts
+	// the post-quantum hybrid X25519MLKEM768 first.
+	KeyExchanges []tls.CurveID
 }
 
 // RoutedNames returns every name the gateway answers for: the SNI names

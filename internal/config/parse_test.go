@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/netip"
 	"path/filepath"
@@ -151,8 +152,8 @@ func TestParseFullExample(t *testing.T) {
 			Balance: BalanceRoundRobin,
 			Health: Health{Check: CheckTLS, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
-			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key"), KeyExchanges: []string{"x25519", "x25519mlkem768"}},
-			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com", KeyExchanges: []string{"x25519"}},
+			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key"), KeyExchanges: []tls.CurveID{tls.X25519, tls.X25519MLKEM768}},
+			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com", KeyExchanges: []tls.CurveID{tls.X25519}},
 		}},
 	}
 	if !reflect.DeepEqual(c, want) {

@@ -1,17 +1,13 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/snigate/snigate/internal/pki"
 )
 
 // certSpec describes a test certificate, self-signed with ECDSA P-256.
@@ -32,6 +28,9 @@ type certSpec struct {
 //	a-directory/     not a file
 func testPKI(t *testing.T, dir string) {
 	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []certSpec{
 		{name: "serve"},
 		{name: "client"},
@@ -47,41 +46,36 @@ func testPKI(t *testing.T, dir string) {
 	}
 }
 
-// writeCert creates spec.name.crt and spec.name.key in dir.
+// writeCert creates spec.name.crt and spec.name.key in dir: a self-signed
+// certificate for spec.name.example.test, usable as server and client.
 func writeCert(t *testing.T, dir string, spec certSpec) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	notAfter := spec.notAfter
 	if notAfter.IsZero() {
 		notAfter = time.Now().Add(24 * time.Hour)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: spec.name},
-		DNSNames:              []string{spec.name + ".example.test"},
-		NotBefore:             notAfter.Add(-48 * time.Hour),
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
+	opts := []pki.Option{
+		pki.SANs(spec.name + ".example.test"),
+		pki.ExtKeyUsage(x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth),
+		pki.Validity(notAfter.Add(-48*time.Hour), notAfter),
 	}
 	if spec.isCA {
-		tmpl.IsCA = true
-		tmpl.KeyUsage |= x509.KeyUsageCertSign
+		ca, err := pki.NewAuthority(spec.name, opts...)
+		if err == nil {
+			err = ca.WriteCA(dir, spec.name)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	l, err := pki.SelfSigned(append(opts, pki.CommonName(spec.name))...)
+	if err == nil {
+		_, _, err = l.Write(dir, spec.name)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, spec.name+".crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	writeFile(t, filepath.Join(dir, spec.name+".key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
 }
 
 func writeFile(t *testing.T, path string, data []byte) {

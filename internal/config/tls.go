@@ -78,30 +78,6 @@ func (p *parser) upstreamTLS(route fields, mode string) UpstreamTLS {
 	return u
 }
 
-// keyExchanges returns the key_exchanges of upstream_tls (the upstream
-// leg) or serve (the client leg): TLS key exchange names; empty keeps
-// crypto/tls's default (post-quantum X25519MLKEM768 hybrid, then X25519
-// and the NIST curves).
-func (p *parser) keyExchanges(f fields) []string {
-	var out []string
-	seen := dupChecker{}
-	for _, it := range p.listAt(f, "key_exchanges", `["x25519mlkem768", "x25519"]`) {
-		s, ok := p.scalar(it.node, it.key, `a key exchange name such as "x25519"`)
-		if !ok {
-			continue
-		}
-		name := strings.ToLower(strings.TrimSpace(s))
-		if _, err := sni.ParseKeyExchanges([]string{name}); err != nil {
-			p.errorf(it.node.Line, it.key, "want one of x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, secp256r1, secp384r1, secp521r1, got %q", s)
-			continue
-		}
-		if seen.check(p, it, name) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 // serverName returns upstream_tls.server_name: a host name or IP address.
 func (p *parser) serverName(f fields) string {
 	const want = `a host name such as "registry.example.com"`

@@ -6,7 +6,6 @@ import (
 
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
-	"github.com/snigate/snigate/sni"
 )
 
 // clientTLS builds a bridge route's upstream client side from
@@ -18,11 +17,8 @@ import (
 // in force.
 func clientTLS(rc *config.Route, log *slog.Logger, m *certs.Metrics) (*certs.ClientTLS, []runner, error) {
 	u := rc.UpstreamTLS
-	cfg := certs.ClientTLSConfig{ServerName: u.ServerName}
+	cfg := certs.ClientTLSConfig{ServerName: u.ServerName, CurvePreferences: u.KeyExchanges}
 	var err error
-	if cfg.CurvePreferences, err = sni.ParseKeyExchanges(u.KeyExchanges); err != nil {
-		return nil, nil, err
-	}
 	var workers []runner
 	if u.Cert != "" {
 		if cfg.Cert, err = certs.NewKeyPair(certs.KeyPairConfig{

@@ -76,9 +76,7 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		if r.Serve, err = g.serveSource(gen, rc); err != nil {
 			return nil, err
 		}
-		if r.ServeKeyExchanges, err = sni.ParseKeyExchanges(rc.Serve.KeyExchanges); err != nil {
-			return nil, fmt.Errorf("route %s: serve.key_exchanges: %w", rc.Name, err)
-		}
+		r.ServeKeyExchanges = rc.Serve.KeyExchanges
 		ct, workers, err := clientTLS(rc, g.log, g.metrics.certs)
 		if err != nil {
 			return nil, err
