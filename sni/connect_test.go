@@ -343,3 +343,36 @@ func TestConnectAllowAndProxyHeader(t *testing.T) {
 		w.logs.wait(t, "msg=connection", "client="+c.LocalAddr().String(), "result=proxy_header_error")
 	})
 }
+
+// TestConnectTunnelPlainHTTP: plain HTTP sent inside a CONNECT tunnel was
+// answered with a 400 that called the CONNECT port "snigate's TLS port"
+// and blamed HTTPS_PROXY; it now says that the tunnel expects TLS to the
+// host it named.
+func TestConnectTunnelPlainHTTP(t *testing.T) {
+	w := newWorld(t, Config{}, "", registryRoute(t, sinkUpstream(t).addr))
+	addr := w.serveConnect(t)
+	c, br, resp := connectTo(t, addr, "CONNECT registry.example.com:443 HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, err := io.WriteString(c, "GET /v2/ HTTP/1.1\r\nHost: registry.example.com\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	inner, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("answer inside the tunnel: %v", err)
+	}
+	body, _ := io.ReadAll(inner.Body)
+	if inner.StatusCode != 400 {
+		t.Fatalf("status %d inside the tunnel, want 400", inner.StatusCode)
+	}
+	for _, want := range []string{"CONNECT tunnel to registry.example.com expects TLS to registry.example.com", "https://registry.example.com"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("body %q does not say %q", body, want)
+		}
+	}
+	if strings.Contains(string(body), "TLS (SNI) port") || strings.Contains(string(body), "HTTPS_PROXY") {
+		t.Errorf("body %q calls the tunnel snigate's TLS port", body)
+	}
+	w.logs.wait(t, "level=WARN", "plain HTTP inside a CONNECT tunnel")
+}

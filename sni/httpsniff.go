@@ -64,10 +64,14 @@ func printable(b []byte) string {
 }
 
 // badRequestResponse is the complete HTTP/1.1 400 response sent to a
-// client that spoke plain HTTP to the TLS port at listenPort. It names the
-// mistake and the fix.
-func badRequestResponse(e *PlainHTTPError, listenPort string) []byte {
+// client that spoke plain HTTP to the TLS port at listenPort, or inside a
+// CONNECT tunnel to tunnelTo (""; not a tunnel). It names the mistake and
+// the fix.
+func badRequestResponse(e *PlainHTTPError, listenPort, tunnelTo string) []byte {
 	body := badRequestBody(e, listenPort)
+	if tunnelTo != "" {
+		body = tunnelBadRequestBody(e, tunnelTo)
+	}
 	var b strings.Builder
 	b.WriteString("HTTP/1.1 400 Bad Request\r\n")
 	b.WriteString("Content-Type: text/plain; charset=utf-8\r\n")
@@ -92,4 +96,14 @@ func badRequestBody(e *PlainHTTPError, port string) string {
 		"Fix: use https://NAME:%s instead of http://, "+
 		"or send proxied requests to snigate's CONNECT listener (listen.connect).\n",
 		port, e.RequestLine, port)
+}
+
+// tunnelBadRequestBody explains plain HTTP sent inside a CONNECT tunnel:
+// the tunnel carries TLS to the host it named, nothing else.
+func tunnelBadRequestBody(e *PlainHTTPError, host string) string {
+	return fmt.Sprintf("This CONNECT tunnel to %s expects TLS to %s (a TLS ClientHello for that name), "+
+		"but you sent plain HTTP (%q) inside it.\n"+
+		"Fix: use https://%s instead of http:// through the proxy; "+
+		"snigate's CONNECT listener carries only TLS to the names it routes.\n",
+		host, host, e.RequestLine, host)
 }

@@ -270,7 +270,10 @@ func (s *Server) helloFailed(ss *session, err error) (string, error) {
 	var pe *PlainHTTPError
 	if errors.As(err, &pe) {
 		s.answerPlainHTTP(ss, pe)
-		if pe.Method == "CONNECT" {
+		switch {
+		case ss.tunnelTo != "":
+			msg = tunnelAdvice
+		case pe.Method == "CONNECT":
 			msg = connectAdvice
 		}
 	}
@@ -290,6 +293,9 @@ var helloAdvice = map[string]string{
 	resultBadHello:    "malformed or truncated ClientHello: rejected",
 	resultClientError: "client connection failed while reading its ClientHello",
 }
+
+// tunnelAdvice is the Warn message for plain HTTP inside a CONNECT tunnel.
+const tunnelAdvice = "plain HTTP inside a CONNECT tunnel: the tunnel expects TLS to the host it names; the client must use https:// through the proxy"
 
 const connectAdvice = "HTTP CONNECT on a TLS listener: HTTPS_PROXY probably points at snigate's TLS port; unset it for routed names " +
 	"(DNS already sends them here) or point it at the CONNECT listener (listen.connect)"
@@ -318,7 +324,7 @@ func (s *Server) helloResult(err error) string {
 // the response is not lost to a reset.
 func (s *Server) answerPlainHTTP(ss *session, pe *PlainHTTPError) {
 	_, port, _ := net.SplitHostPort(ss.conn.LocalAddr().String())
-	if _, err := ss.conn.Write(badRequestResponse(pe, port)); err != nil {
+	if _, err := ss.conn.Write(badRequestResponse(pe, port, ss.tunnelTo)); err != nil {
 		return
 	}
 	if cw, ok := ss.conn.(interface{ CloseWrite() error }); ok {
