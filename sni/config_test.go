@@ -45,7 +45,8 @@ func echo(tb testing.TB, c net.Conn, msg string) {
 // listen.allow applies to the next connection.
 func TestSetConfigAllowAppliesToNewConnections(t *testing.T) {
 	hello := captureHello(t, &tls.Config{ServerName: registryName})
-	w := newWorld(t, Config{Allow: prefixes("10.0.0.0/8")}, "", registryRoute(t, echoUpstream(t).addr))
+	// Each refusal is logged (no rate limit): the test reads the lines.
+	w := newWorld(t, Config{Allow: prefixes("10.0.0.0/8"), WarnInterval: time.Nanosecond}, "", registryRoute(t, echoUpstream(t).addr))
 	c := w.dial(t)
 	c.Write(hello)
 	if got := readAll(t, c); len(got) != 0 {
@@ -53,12 +54,12 @@ func TestSetConfigAllowAppliesToNewConnections(t *testing.T) {
 	}
 	w.logs.wait(t, "msg=connection", "client="+c.LocalAddr().String(), "result=denied")
 
-	if err := w.srv.SetConfig(Config{Allow: prefixes("10.0.0.0/8", "127.0.0.0/8")}); err != nil {
+	if err := w.srv.SetConfig(Config{Allow: prefixes("10.0.0.0/8", "127.0.0.0/8"), WarnInterval: time.Nanosecond}); err != nil {
 		t.Fatal(err)
 	}
 	open := openTunnel(t, w, hello)
 
-	if err := w.srv.SetConfig(Config{Allow: prefixes("10.0.0.0/8")}); err != nil {
+	if err := w.srv.SetConfig(Config{Allow: prefixes("10.0.0.0/8"), WarnInterval: time.Nanosecond}); err != nil {
 		t.Fatal(err)
 	}
 	c = w.dial(t)

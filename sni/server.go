@@ -80,8 +80,10 @@ type Server struct {
 	m      *Metrics
 	routes atomic.Pointer[Table]
 	warn   warnLimiter
-	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	pipes  *pipePool // splice pipes, held only while bytes are in flight
+	// refused rate-limits the connection lines of refusals (see refusal).
+	refused warnLimiter
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	pipes   *pipePool // splice pipes, held only while bytes are in flight
 	// parker watches the sockets of idle spliced directions, which give
 	// up their goroutine after parkAfter without bytes.
 	parker    *parker
@@ -123,6 +125,7 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		parker:    newParker(),
 	}
 	s.warn.every = cfg.WarnInterval
+	s.refused.every = cfg.WarnInterval
 	s.parkAfter.Store(int64(defaultParkAfter))
 	s.cfg.Store(&cfg)
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -396,5 +396,24 @@ func (s *Server) finish(ss *session) {
 	if err != nil {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
+	if refusal(result) {
+		ok, suppressed := s.refused.allow(result, time.Now())
+		if !ok {
+			return
+		}
+		if suppressed > 0 {
+			attrs = append(attrs, slog.Int("suppressed", suppressed))
+		}
+	}
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
+}
+
+// refusal reports whether result refuses a connection before anything
+// was read from it that a log line could tell apart: one client at the
+// cap, outside listen.allow or connecting during a drain would otherwise
+// write a line per connection (253 MB in 30 s at the cap). Their
+// connection lines are rate-limited per result, with the count held
+// back; snigate_connections_total counts every one.
+func refusal(result string) bool {
+	return result == resultLimit || result == resultDenied || result == resultShutdown
 }
