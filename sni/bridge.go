@@ -75,6 +75,7 @@ func (t *bridgeTarget) handshake(pc *tcpproxy.Conn) (*tls.Conn, error) {
 	pc.SetDeadline(deadline)
 	ctx, cancel := context.WithDeadline(t.s.ctx, deadline)
 	defer cancel()
+	t.ss.route.tickets.rotate(t.ss.route.serveTLS, time.Now())
 	client := tls.Server(&bridgeConn{Conn: pc, t: t}, t.ss.route.serveTLS)
 	if err := client.HandshakeContext(ctx); err != nil {
 		return nil, err
@@ -120,12 +121,7 @@ func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config,
 		}
 		t.up, t.release = c.(*tls.Conn), release
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: t.ss.route.Serve.GetCertificate,
-		CurvePreferences: t.ss.route.ServeKeyExchanges}
-	if p := t.up.ConnectionState().NegotiatedProtocol; p != "" {
-		cfg.NextProtos = []string{p}
-	}
-	return cfg, nil
+	return t.ss.route.serveConfig(t.up.ConnectionState().NegotiatedProtocol), nil
 }
 
 // dialTLS returns the dialFunc of this connection: TCP, the TLS handshake

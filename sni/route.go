@@ -62,6 +62,12 @@ type Route struct {
 	// node). nil: crypto/tls's default, which picks the post-quantum
 	// hybrid X25519MLKEM768 whenever the client offers it.
 	ServeKeyExchanges []tls.CurveID
+	// ServeMinVersion, bridge only: the lowest TLS version the client leg
+	// accepts; 0 (or less than TLS 1.2): TLS 1.2.
+	ServeMinVersion uint16
+	// ServeCipherSuites, bridge only: the TLS 1.2 suites the client leg
+	// accepts; nil: DefaultServeCipherSuites (AEAD only).
+	ServeCipherSuites []uint16
 	// UpstreamTLS, bridge only: the template of the client configuration
 	// for the upstream leg (RootCAs, GetClientCertificate, ServerName; ""
 	// means the SNI the client sent). nil means system roots, no client
@@ -82,6 +88,7 @@ type Route struct {
 	once     sync.Once
 	sessions tls.ClientSessionCache // upstream leg, per route
 	serveTLS *tls.Config            // client leg, shared so that ticket keys persist
+	tickets  ticketKeys             // serveTLS's, rotated every TicketKeyRotation
 	metrics  routeMetricsCache
 }
 
@@ -96,6 +103,7 @@ func (r *Route) prepare() {
 			return
 		}
 		r.sessions = tls.NewLRUClientSessionCache(sessionCacheSize)
+		r.tickets.every = TicketKeyRotation
 		r.serveTLS = &tls.Config{
 			MinVersion:         tls.VersionTLS12,
 			GetConfigForClient: bridgeConfigForClient,

@@ -14,6 +14,7 @@ have curl            || need+=(curl)
 have ip              || need+=(iproute2)
 have dig             || need+=(dnsutils)
 have nft             || need+=(nftables)
+have sslscan         || need+=(sslscan)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2

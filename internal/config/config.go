@@ -126,6 +126,12 @@ type Serve struct {
 	// tls.Config.CurvePreferences; nil: crypto/tls's default (the
 	// post-quantum hybrid when the client offers it).
 	KeyExchanges []tls.CurveID
+	// MinVersion is the lowest TLS version the client leg accepts
+	// (tls.VersionTLS12 or tls.VersionTLS13); 0: TLS 1.2.
+	MinVersion uint16
+	// CipherSuites are the TLS 1.2 suites the client leg accepts; nil: the
+	// AEAD-only default (sni.DefaultServeCipherSuites).
+	CipherSuites []uint16
 }
 
 // Minting reports whether the route mints its certificates from a CA.

@@ -280,6 +280,12 @@ routes:
 		`snigate.yaml:9: routes[0].upstream_tls.key_exchanges[2]: "x25519" is listed twice (first at line 9)`,
 	}},
 
+	{name: "serve min_version", yaml: strings.Replace(minimalBridge, "key: serve.key}", "key: serve.key, min_version: \"1.1\"}", 1), want: []string{
+		`snigate.yaml:8: routes[0].serve.min_version: want "1.2" or "1.3" (older versions are not offered), got "1.1"`,
+	}},
+	{name: "serve cipher_suites", yaml: strings.Replace(minimalBridge, "key: serve.key}", "key: serve.key, cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA, tls_ecdhe_ecdsa_with_aes_128_gcm_sha256]}", 1), want: []string{
+		`snigate.yaml:8: routes[0].serve.cipher_suites[0]: want a secure TLS 1.2 cipher suite (` + strings.Join(secureSuiteNames(), ", ") + `), got "TLS_RSA_WITH_AES_128_CBC_SHA"`,
+	}},
 	{name: "serve key exchanges", yaml: strings.Replace(minimalBridge, "key: serve.key}", "key: serve.key, key_exchanges: [X25519, mlkem]}", 1), want: []string{
 		`snigate.yaml:8: routes[0].serve.key_exchanges[1]: want one of x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, secp256r1, secp384r1, secp521r1, got "mlkem"`,
 	}},
@@ -338,7 +344,7 @@ routes:
 		"  - name: b\n    sni: [b.example.com]\n    mode: bridge\n    upstreams: [\"10.0.0.1:443\"]\n    serve: {ca_key: ca.key, crt: x}\n    upstream_tls: {}\n", want: []string{
 		"snigate.yaml:8: routes[0].serve.key: required with routes[0].serve.cert: the file holding its private key",
 		"snigate.yaml:9: routes[0].upstream_tls.cert: required with routes[0].upstream_tls.key: the certificate file",
-		`snigate.yaml:14: routes[1].serve.crt: unknown key (did you mean "cert"?); allowed here: cert, key, ca_cert, ca_key, key_exchanges`,
+		`snigate.yaml:14: routes[1].serve.crt: unknown key (did you mean "cert"?); allowed here: cert, key, ca_cert, ca_key, key_exchanges, min_version, cipher_suites`,
 		"snigate.yaml:14: routes[1].serve.ca_cert: required with routes[1].serve.ca_key: the certificate file",
 	}},
 	{name: "missing files", yaml: bridgeWith(`    serve: {cert: missing.crt, key: /nonexistent/serve.key}

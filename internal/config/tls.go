@@ -20,9 +20,10 @@ func (p *parser) serve(route fields, mode string) Serve {
 		}
 		return Serve{}
 	}
-	f := p.mapping(route.get("serve"), route.key("serve"), route.keyLine("serve"), "cert", "key", "ca_cert", "ca_key", "key_exchanges")
+	f := p.mapping(route.get("serve"), route.key("serve"), route.keyLine("serve"), "cert", "key", "ca_cert", "ca_key", "key_exchanges",
+		"min_version", "cipher_suites")
 	s := Serve{Cert: p.pathAt(f, "cert"), Key: p.pathAt(f, "key"), CACert: p.pathAt(f, "ca_cert"), CAKey: p.pathAt(f, "ca_key"),
-		KeyExchanges: p.keyExchanges(f)}
+		KeyExchanges: p.keyExchanges(f), MinVersion: p.minVersion(f), CipherSuites: p.cipherSuites(f)}
 	leaf, ca := s.Cert != "" || s.Key != "", s.CACert != "" || s.CAKey != ""
 	switch {
 	case leaf && ca:

@@ -77,6 +77,7 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 			return nil, err
 		}
 		r.ServeKeyExchanges = rc.Serve.KeyExchanges
+		r.ServeMinVersion, r.ServeCipherSuites = rc.Serve.MinVersion, rc.Serve.CipherSuites
 		ct, workers, err := clientTLS(rc, g.log, g.metrics.certs)
 		if err != nil {
 			return nil, err
