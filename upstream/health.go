@@ -8,7 +8,9 @@ import (
 )
 
 // Run checks every host at once, then every Check.Interval, until ctx is
-// done; one goroutine per host. Hosts in StateMaint are not checked; a
+// done; one goroutine per host. A host never has two checks in flight: a
+// check that runs past the next one's start delays it, and the next starts
+// as soon as it ends. Hosts in StateMaint are not checked; a
 // host leaving maint is checked at once. Run returns nil after ctx is done
 // and every goroutine it started has returned, or an error at once if the
 // pool is already running.
@@ -40,12 +42,17 @@ func (p *Pool) CheckOnce(ctx context.Context) {
 }
 
 // watch is the health loop of the host at position i. It looks the host up
-// on every round, so a host swapped in by Adopt is the one checked.
+// on every round, so a host swapped in by Adopt is the one checked. The
+// next check is due Check.Interval after the previous one started; one
+// that ran past that point is followed at once by the next, never by a
+// burst of catch-up checks (a ticker would keep its own grid and fire as
+// soon as the late check ended, then again on the grid).
 func (p *Pool) watch(ctx context.Context, i int) {
-	t := time.NewTicker(p.cfg.Check.Interval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		p.checkHost(ctx, i)
+		start := p.checkHost(ctx, i)
+		t.Reset(p.cfg.Check.Interval - time.Since(start))
 		select {
 		case <-ctx.Done():
 			return
@@ -56,20 +63,28 @@ func (p *Pool) watch(ctx context.Context, i int) {
 }
 
 // checkHost runs one check of the host at position i and records it,
-// unless the host is in maint or belongs to another pool now.
-func (p *Pool) checkHost(ctx context.Context, i int) {
+// unless the host is in maint or belongs to another pool now. It waits for
+// a check of the same host still in flight (another pool's before Adopt,
+// or CheckOnce beside Run) to end, so a host never has two at once. It
+// returns when the check started, or now when there was none.
+func (p *Pool) checkHost(ctx context.Context, i int) time.Time {
 	h := p.hosts[i].Load()
-	if h.owner.Load() != p || h.State() == StateMaint {
-		return
+	if !h.lockCheck(ctx) {
+		return time.Now()
 	}
+	defer h.unlockCheck()
 	start := time.Now()
+	if h.owner.Load() != p || h.State() == StateMaint {
+		return start
+	}
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.Check.Timeout)
 	err := p.checker.run(cctx, h.addr, p.sessions[i])
 	cancel()
 	if ctx.Err() != nil {
-		return // stopping: the result says nothing about the host
+		return start // stopping: the result says nothing about the host
 	}
 	p.observe(h, err, start)
+	return start
 }
 
 // observe logs, counts and records one check result.

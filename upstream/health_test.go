@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -255,5 +256,134 @@ func wantDials(t *testing.T, d *fakeDialer, want int64, when string) {
 	t.Helper()
 	if got := d.dials.Load(); got != want {
 		t.Fatalf("%s: %d checks, want %d", when, got, want)
+	}
+}
+
+// stallDialer records when each check dials and how many run at once. A
+// dial listed in stall (by its number, from 0) takes that long whatever its
+// context says, as a check can overrun its timeout by a slow close or a
+// busy machine; release, when set, holds the first dial until it is closed.
+type stallDialer struct {
+	mu       sync.Mutex
+	starts   []time.Duration // since epoch, per dial
+	inFlight int
+	maxIn    int
+	epoch    time.Time
+	stall    map[int]time.Duration
+	release  chan struct{}
+}
+
+func (d *stallDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	n := len(d.starts)
+	d.starts = append(d.starts, time.Since(d.epoch))
+	d.inFlight++
+	d.maxIn = max(d.maxIn, d.inFlight)
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.inFlight--
+		d.mu.Unlock()
+	}()
+	time.Sleep(d.stall[n])
+	if n == 0 && d.release != nil {
+		<-d.release
+	}
+	c1, c2 := net.Pipe()
+	_ = c2.Close()
+	return c1, nil
+}
+
+func (d *stallDialer) snapshot() (starts []time.Duration, maxInFlight int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.starts), d.maxIn
+}
+
+// Regression: the health loop ran on a ticker, so a check that ended after
+// the next one was due was followed at once by one more and then by a tick
+// of the old grid, a fraction of an interval later. With timeout equal to
+// interval (now valid) that is the normal case of a slow upstream.
+func TestLateCheckDelaysTheNextWithoutCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 3 * time.Second
+		d := &stallDialer{epoch: time.Now(), stall: map[int]time.Duration{0: 5 * time.Second}}
+		p := mustPool(t, Config{
+			Addrs:       []string{"10.0.0.1:443"},
+			Check:       Check{Interval: interval, Timeout: interval},
+			DialContext: d.DialContext,
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+		time.Sleep(12 * time.Second)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		starts, maxIn := d.snapshot()
+		// 0s: takes 5s; 5s: at once, it was due at 3s; then one interval
+		// after each start.
+		want := []time.Duration{0, 5 * time.Second, 8 * time.Second, 11 * time.Second}
+		if !slices.Equal(starts, want) {
+			t.Errorf("checks started at %v, want %v", starts, want)
+		}
+		if maxIn != 1 {
+			t.Errorf("%d checks in flight at once, want 1", maxIn)
+		}
+	})
+}
+
+// Regression: a pool that adopted a host started checking it while the
+// previous pool's check of the same host was still in flight (Adopt may
+// come before the old pool stops), and CheckOnce beside Run did the same:
+// two checks of one upstream at once.
+func TestOneHostNeverHasTwoChecksInFlight(t *testing.T) {
+	tests := []struct {
+		name   string
+		second func(t *testing.T, ctx context.Context, old *Pool, cfg Config) func() // starts the second checker, returns its wait
+	}{
+		{name: "adopting pool", second: func(t *testing.T, ctx context.Context, old *Pool, cfg Config) func() {
+			p := mustPool(t, cfg)
+			p.Adopt(old)
+			done := make(chan error)
+			go func() { done <- p.Run(ctx) }()
+			return func() { <-done }
+		}},
+		{name: "CheckOnce beside Run", second: func(_ *testing.T, ctx context.Context, old *Pool, _ Config) func() {
+			done := make(chan struct{})
+			go func() { old.CheckOnce(ctx); close(done) }()
+			return func() { <-done }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d := &stallDialer{epoch: time.Now(), release: make(chan struct{})}
+				cfg := Config{Addrs: []string{"10.0.0.1:443"}, Check: Check{Interval: time.Hour}, DialContext: d.DialContext}
+				old := mustPool(t, cfg)
+				ctx, cancel := context.WithCancel(t.Context())
+				oldDone := make(chan error)
+				go func() { oldDone <- old.Run(ctx) }()
+				synctest.Wait() // old's first check is in flight, held by release
+				wait := tt.second(t, ctx, old, cfg)
+				synctest.Wait()
+				if starts, _ := d.snapshot(); len(starts) != 1 {
+					t.Errorf("%d checks started while the first is in flight, want it alone", len(starts))
+				}
+				close(d.release)
+				synctest.Wait()
+				starts, maxIn := d.snapshot()
+				if len(starts) != 2 || maxIn != 1 {
+					t.Errorf("after the first check ended: %d checks, at most %d at once; want 2, one at a time", len(starts), maxIn)
+				}
+				cancel()
+				wait()
+				if err := <-oldDone; err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ type Host struct {
 	usable atomic.Bool          // healthy && ready: read on every Candidates call
 	owner  atomic.Pointer[Pool] // the pool whose health checks update this host; nil: retired
 	wake   chan struct{}        // signalled when the host leaves maint: check at once
+	check  chan struct{}        // holds a token while a health check of the host runs
 
 	mu sync.Mutex
 	hostState
@@ -38,12 +40,28 @@ func newHost(addr string, owner *Pool) *Host {
 	h := &Host{
 		addr:      addr,
 		wake:      make(chan struct{}, 1),
+		check:     make(chan struct{}, 1),
 		hostState: hostState{healthy: true, state: StateReady},
 	}
 	h.usable.Store(true)
 	h.owner.Store(owner)
 	return h
 }
+
+// lockCheck waits until no health check of h is in flight and claims the
+// turn; it reports false, claiming nothing, when ctx ends first. The lock
+// moves with the host from pool to pool.
+func (h *Host) lockCheck(ctx context.Context) bool {
+	select {
+	case h.check <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// unlockCheck ends the turn claimed by lockCheck.
+func (h *Host) unlockCheck() { <-h.check }
 
 // Addr returns the host:port this host dials.
 func (h *Host) Addr() string { return h.addr }

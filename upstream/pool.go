@@ -33,7 +33,7 @@ type Check struct {
 	Path         string        // CheckHTTP: request path and query; "": DefaultPath
 	ExpectStatus []int         // CheckHTTP: statuses that pass; empty: 200 and 401
 	Interval     time.Duration // between the starts of two checks of a host; 0: DefaultInterval
-	Timeout      time.Duration // one check, dial to verdict; 0: DefaultTimeout
+	Timeout      time.Duration // one check, dial to verdict, usually at most Interval; 0: DefaultTimeout
 	Fall         int           // consecutive failures that mark a healthy host down; 0: DefaultFall
 	Rise         int           // consecutive passes that mark a down host up; 0: DefaultRise
 }

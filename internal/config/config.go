@@ -111,7 +111,7 @@ type Health struct {
 	Check        string        // CheckTCP, CheckTLS or CheckHTTP
 	Path         string        // http check: the path to GET, starting with "/"
 	ExpectStatus []int         // http check: statuses that mean healthy, each 100..599
-	Interval     time.Duration // between checks; greater than Timeout
+	Interval     time.Duration // between the starts of two checks; at least Timeout
 	Timeout      time.Duration // of one check
 	Fall         int           // consecutive failures before an upstream is down, >= 1
 	Rise         int           // consecutive successes before it is up again, >= 1

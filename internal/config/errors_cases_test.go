@@ -320,11 +320,11 @@ routes:
 	{name: "health expect_status empty", yaml: minimalSplice + "    health: {check: http, expect_status: []}\n", want: []string{
 		"snigate.yaml:8: routes[0].health.expect_status: required: one or more HTTP statuses such as [200, 401]",
 	}},
-	{name: "health timeout not below interval", yaml: minimalSplice + "    health: {interval: 3s, timeout: 5s}\n", want: []string{
-		`snigate.yaml:8: routes[0].health.timeout: want less than health.interval (3s), got "5s"`,
+	{name: "health timeout above interval", yaml: minimalSplice + "    health: {interval: 3s, timeout: 5s}\n", want: []string{
+		`snigate.yaml:8: routes[0].health.timeout: want at most health.interval (3s), got "5s"`,
 	}},
 	{name: "health interval below default timeout", yaml: minimalSplice + "    health: {interval: 1s}\n", want: []string{
-		`snigate.yaml:8: routes[0].health.interval: want more than health.timeout (2s, the default), got "1s"`,
+		`snigate.yaml:8: routes[0].health.interval: want at least health.timeout (2s, the default; set timeout too for a shorter interval), got "1s"`,
 	}},
 
 	// serve: and upstream_tls:

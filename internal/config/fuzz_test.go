@@ -48,7 +48,7 @@ func checkUsable(t *testing.T, c *Config) {
 		t.Fatalf("Parse succeeded with an unusable configuration: %+v", c)
 	}
 	for _, r := range c.Routes {
-		if r.Name == "" || len(r.SNI) == 0 || len(r.Upstreams) == 0 || r.Health.Timeout >= r.Health.Interval {
+		if r.Name == "" || len(r.SNI) == 0 || len(r.Upstreams) == 0 || r.Health.Timeout > r.Health.Interval {
 			t.Fatalf("Parse succeeded with an unusable route: %+v", r)
 		}
 		if r.Mode != ModeBridge && r.Mode != ModeSplice {

@@ -29,7 +29,7 @@ func (p *parser) health(route fields, mode string) Health {
 	h.Timeout = p.durationAt(f, "timeout", DefaultHealthTimeout)
 	h.Fall = p.intAt(f, "fall", DefaultHealthFall, 1)
 	h.Rise = p.intAt(f, "rise", DefaultHealthRise, 1)
-	p.timeoutBelowInterval(f, h)
+	p.timeoutWithinInterval(f, h)
 	return h
 }
 
@@ -70,16 +70,18 @@ func (p *parser) expectStatus(f fields) []int {
 	return out
 }
 
-// timeoutBelowInterval checks that a check ends before the next one starts,
-// reporting at the key the file sets.
-func (p *parser) timeoutBelowInterval(f fields, h Health) {
-	if h.Timeout < h.Interval || p.hasErrorAt(f.key("timeout")) || p.hasErrorAt(f.key("interval")) {
+// timeoutWithinInterval checks that a check's timeout is at most the
+// interval between the starts of two checks (equal is valid, as in
+// HAProxy, Envoy and Kubernetes probes), reporting at the key the file sets.
+func (p *parser) timeoutWithinInterval(f fields, h Health) {
+	if h.Timeout <= h.Interval || p.hasErrorAt(f.key("timeout")) || p.hasErrorAt(f.key("interval")) {
 		return
 	}
 	if n := f.get("timeout"); n != nil {
-		p.errorf(n.Line, f.key("timeout"), "want less than health.interval (%s), got %q", shortDuration(h.Interval), n.Value)
+		p.errorf(n.Line, f.key("timeout"), "want at most health.interval (%s), got %q", shortDuration(h.Interval), n.Value)
 		return
 	}
 	n := f.get("interval")
-	p.errorf(n.Line, f.key("interval"), "want more than health.timeout (%s, the default), got %q", shortDuration(h.Timeout), n.Value)
+	p.errorf(n.Line, f.key("interval"), "want at least health.timeout (%s, the default; set timeout too for a shorter interval), got %q",
+		shortDuration(h.Timeout), n.Value)
 }

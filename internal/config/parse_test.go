@@ -211,6 +211,33 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+// Regression: timeout equal to interval was rejected ("want less than
+// health.interval"), though HAProxy, Envoy and Kubernetes probes accept it
+// and the health loop never overlaps two checks of one upstream.
+func TestHealthTimeoutUpToInterval(t *testing.T) {
+	tests := []struct {
+		name              string
+		health            string
+		interval, timeout time.Duration
+	}{
+		{name: "equal", health: "{interval: 1s, timeout: 1s}", interval: time.Second, timeout: time.Second},
+		{name: "below", health: "{interval: 5s, timeout: 1s}", interval: 5 * time.Second, timeout: time.Second},
+		{name: "equal to the default interval", health: "{timeout: 3s}", interval: DefaultHealthInterval, timeout: 3 * time.Second},
+		{name: "equal to the default timeout", health: "{interval: 2s}", interval: 2 * time.Second, timeout: DefaultHealthTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(filepath.Join(t.TempDir(), "snigate.yaml"), []byte(minimalSplice+"    health: "+tc.health+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := c.Routes[0].Health; h.Interval != tc.interval || h.Timeout != tc.timeout {
+				t.Errorf("interval %v, timeout %v; want %v, %v", h.Interval, h.Timeout, tc.interval, tc.timeout)
+			}
+		})
+	}
+}
+
 func TestDefaultExpectStatusIsFresh(t *testing.T) {
 	a := DefaultExpectStatus()
 	a[0] = 999

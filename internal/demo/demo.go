@@ -2,8 +2,10 @@
 // creates throwaway PKI, starts an in-memory registry that refuses clients
 // without the edge certificate, starts the gateway in bridge mode with its
 // DNS responder, resolves the registry name through the responder, pulls an
-// image through the gateway and checks its digest, then shows that a
-// direct pull without the edge certificate is refused.
+// image through the gateway and checks its digest (printed in full, to
+// compare with `skopeo inspect`), shows the gateway's log line of each
+// connection of the pull, then shows that a direct pull without the edge
+// certificate is refused.
 package demo
 
 import (
@@ -26,8 +28,9 @@ type Options struct {
 	Keep bool
 	// Out receives the tour's lines; nil means os.Stdout.
 	Out io.Writer
-	// Logger receives the gateway's log; nil discards it (the tour prints
-	// its own lines).
+	// Logger, when set, also receives every line of the gateway's log.
+	// The tour shows the connection lines of each step either way (and,
+	// with Keep, the connection lines and warnings as they come).
 	Logger *slog.Logger
 }
 
@@ -55,6 +58,13 @@ func (t *tour) step(what string, f func() (string, error)) error {
 	return nil
 }
 
+// gatewayLines prints the gateway's log lines of the step just printed.
+func (t *tour) gatewayLines(lines []string) {
+	for _, l := range lines {
+		fmt.Fprintf(t.out, "       gateway | %s\n", l)
+	}
+}
+
 // Run runs the tour. It returns nil when every step succeeded.
 func Run(ctx context.Context, opts Options) error {
 	out := opts.Out
@@ -73,6 +83,7 @@ func Run(ctx context.Context, opts Options) error {
 		RegistryName, time.Since(w.t.start).Round(time.Millisecond))
 	if opts.Keep {
 		w.printTryIt(out)
+		w.log.goLive(out)
 		<-ctx.Done()
 	}
 	return nil

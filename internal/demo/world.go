@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -40,10 +41,12 @@ type world struct {
 	imageRef name.Reference
 	digest   v1.Hash
 
-	addrs  gateway.Addrs
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	runErr error
+	log       *logTap      // the gateway's log
+	nodeDials atomic.Int64 // connections the node opened to the gateway
+	addrs     gateway.Addrs
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	runErr    error
 }
 
 func newWorld(ctx context.Context, opts Options, out io.Writer) (*world, error) {
@@ -51,7 +54,7 @@ func newWorld(ctx context.Context, opts Options, out io.Writer) (*world, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &world{t: &tour{out: out, start: time.Now()}, dir: dir}
+	w := &world{t: &tour{out: out, start: time.Now()}, dir: dir, log: newLogTap()}
 	fmt.Fprintf(out, "snigate demo: a node pulls %s through the gateway, which holds the only certificate the registry accepts\n\n", RegistryName)
 	steps := []struct {
 		what string
@@ -66,7 +69,10 @@ func newWorld(ctx context.Context, opts Options, out io.Writer) (*world, error) 
 		{"pull directly without the edge cert", func() (string, error) { return w.pullDirect(ctx) }},
 	}
 	for _, s := range steps {
-		if err := w.t.step(s.what, s.f); err != nil {
+		mark := w.log.mark()
+		err := w.t.step(s.what, s.f)
+		w.t.gatewayLines(w.log.connLines(mark))
+		if err != nil {
 			return w, fmt.Errorf("%s: %w", s.what, err)
 		}
 	}
@@ -152,7 +158,7 @@ func (w *world) push(ctx context.Context) (string, error) {
 	if w.digest, err = memregistry.PushImage(ctx, ref, t); err != nil {
 		return "", err
 	}
-	return ref.String() + " " + w.digest.String()[:19] + "…", nil
+	return ref.String() + " " + w.digest.String(), nil
 }
 
 func (w *world) writeConfig() (string, error) {
@@ -189,11 +195,8 @@ func (w *world) startGateway(ctx context.Context, logger *slog.Logger) (string, 
 	if err != nil {
 		return "", err
 	}
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	ready := make(chan gateway.Addrs, 1)
-	g, err := gateway.New(gateway.Options{ConfigFile: file, Logger: logger,
+	g, err := gateway.New(gateway.Options{ConfigFile: file, Logger: w.log.logger(logger),
 		ReadyFunc: func(a gateway.Addrs) { ready <- a }})
 	if err != nil {
 		return "", err
@@ -247,22 +250,33 @@ func (w *world) nodeTransport() *http.Transport {
 			return nil, err
 		}
 		var d net.Dialer
+		w.nodeDials.Add(1)
 		return d.DialContext(ctx, "tcp", net.JoinHostPort(ip, port))
 	})
 }
 
+// pullThroughGateway pulls as a node does and verifies the digest. It
+// returns once the gateway has logged the pull's connections, so that the
+// tour shows their lines.
 func (w *world) pullThroughGateway(ctx context.Context) (string, error) {
+	mark, dials := w.log.mark(), w.nodeDials.Load()
 	t := w.nodeTransport()
-	defer t.CloseIdleConnections()
 	got, err := memregistry.PullImage(ctx, w.imageRef, t)
+	t.CloseIdleConnections()
+	wctx, cancel := context.WithTimeout(ctx, connLogWait)
+	defer cancel()
+	w.log.waitConnLines(wctx, mark, int(w.nodeDials.Load()-dials))
 	if err != nil {
 		return "", err
 	}
 	if got != w.digest {
 		return "", fmt.Errorf("pulled digest %s, pushed %s", got, w.digest)
 	}
-	return "digest matches " + got.String()[:19] + "…", nil
+	return "digest " + got.String() + " (the pushed one)", nil
 }
+
+// connLogWait bounds the wait for the connection lines of a pull.
+const connLogWait = 5 * time.Second
 
 func (w *world) pullDirect(ctx context.Context) (string, error) {
 	t := w.directTransport(false)
@@ -295,7 +309,7 @@ snigate stays up (--keep). Try it by hand, then press Ctrl-C:
   # the registry API through the gateway, trusting only the gateway CA
   curl --cacert %[4]s --resolve %[3]s:%[1]s:127.0.0.1 https://%[3]s:%[1]s/v2/_catalog
 
-  # skopeo, once /etc/hosts maps %[3]s to 127.0.0.1
+  # skopeo, once /etc/hosts maps %[3]s to 127.0.0.1: its Digest is the one above
   mkdir -p /tmp/snigate-certs && cp %[4]s /tmp/snigate-certs/ca.crt
   skopeo inspect --cert-dir /tmp/snigate-certs docker://%[3]s:%[1]s/demo/hello:1.0
 
@@ -304,5 +318,7 @@ snigate stays up (--keep). Try it by hand, then press Ctrl-C:
   curl -s http://%[5]s/metrics | grep ^snigate_
 
   configuration: %[6]s
+
+The gateway's connection lines (and any warning) follow as they happen:
 `, port, dport, RegistryName, filepath.Join(w.dir, "gateway-ca", "ca.crt"), w.addrs.Admin, w.path("snigate.yaml"))
 }

@@ -3,9 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -70,31 +68,5 @@ func TestDrainBudgetClosesStragglers(t *testing.T) {
 	tunnel.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := tunnel.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("read on a straggler after the drain budget: %v, want the tunnel closed", err)
-	}
-}
-
-// TestSecondSignalStopsAtOnce: SIGTERM drains; a second SIGTERM closes
-// what is left without waiting for the budget.
-func TestSecondSignalStopsAtOnce(t *testing.T) {
-	w := newWorld(t, "")
-	a := startEcho(t, w.leaf("a.test"), nil)
-	w.writeConfig(fmt.Sprintf(spliceConfig, "10m", spliceRoute("a", "a.test", a.addr())))
-	w.start()
-	tunnel, err := w.dialTLS("a.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tunnel.Close()
-	echoRoundTrip(t, tunnel, "open")
-
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	waitFor(t, "the drain to start", func() bool { code, _ := w.adminGet("/readyz"); return code == 503 })
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	<-w.done
-	if !errors.Is(w.runErr, ErrForcedStop) {
-		t.Errorf("Run = %v, want ErrForcedStop", w.runErr)
-	}
-	if _, err := io.ReadAll(tunnel); err != nil && !isClosedErr(err) {
-		t.Logf("tunnel ended with %v", err)
 	}
 }

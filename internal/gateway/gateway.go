@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,6 +60,13 @@ type Gateway struct {
 	tlsPorts []int // bound ports of listen.tls, for CONNECT; under reloadMu
 	dns      *dnsresponder.Server
 	admin    *admin.Server
+
+	// Tests only: the signals Run reads instead of signal.Notify's, the
+	// clock stop requests are timed with, and the period of the drain's
+	// progress lines. Zero values: the real ones.
+	signals        chan os.Signal
+	now            func() time.Time
+	drainLogPeriod time.Duration
 }
 
 // New loads and validates the configuration file and builds the first
@@ -146,7 +155,9 @@ func (g *Gateway) SetUpstreamState(route, addr string, s upstream.State) (upstre
 
 // Run opens the listeners and serves until ctx is done or a signal stops
 // it: SIGHUP (or a change of the configuration file) reloads, SIGTERM and
-// SIGINT drain and return nil. It returns an error when a listener cannot
+// SIGINT drain and return nil (a repeat within RepeatStopWindow is the
+// same request), SIGQUIT or a later repeat closes every connection at once
+// and returns ErrForcedStop. It returns an error when a listener cannot
 // be opened or a server fails.
 func (g *Gateway) Run(ctx context.Context) error {
 	ls, err := g.listen(g.gen.Load().cfg)

@@ -15,10 +15,6 @@ import (
 	"github.com/snigate/snigate/sni"
 )
 
-// ErrForcedStop is returned by Run when a second stop signal cut the drain
-// short.
-var ErrForcedStop = errors.New("stopped by a second signal before connections finished")
-
 // servers tracks the goroutines serving the listeners.
 type servers struct {
 	wg   sync.WaitGroup
@@ -40,9 +36,8 @@ func isClosedErr(err error) bool {
 }
 
 func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
+	sigs, stopSignals := g.notify()
+	defer stopSignals()
 
 	srv := &servers{errc: make(chan error, len(ls.tls)+4)}
 	g.startServers(srv, ls)
@@ -65,9 +60,15 @@ func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
 		case <-ctx.Done():
 			return g.drain(sigs, srv)
 		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
+			switch sig {
+			case syscall.SIGHUP:
 				g.Reload(ctx, "SIGHUP")
 				continue
+			case syscall.SIGQUIT:
+				g.log.Warn("stop now: closing every connection", "signal", sig.String(),
+					"connections", g.openConnections())
+				g.shutdownNow(srv)
+				return ErrForcedStop
 			}
 			g.log.Info("stop signal received", "signal", sig.String())
 			return g.drain(sigs, srv)
@@ -79,6 +80,17 @@ func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
 			return err
 		}
 	}
+}
+
+// notify returns the channel Run's signals arrive on and the func that
+// stops their delivery: the test's channel when one is set.
+func (g *Gateway) notify() (<-chan os.Signal, func()) {
+	if g.signals != nil {
+		return g.signals, func() {}
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, runSignals...)
+	return sigs, func() { signal.Stop(sigs) }
 }
 
 func (g *Gateway) startServers(srv *servers, ls *listeners) {
@@ -129,33 +141,24 @@ func (g *Gateway) logRoutes(gen *generation) {
 }
 
 // drain stops accepting, reports not-ready, lets connections finish for up
-// to timeouts.drain, then closes what is left. A second signal cuts the
-// budget short.
+// to timeouts.drain, then closes what is left. SIGQUIT, or a stop signal
+// more than RepeatStopWindow after the drain began, cuts the budget short;
+// while it runs it logs the connections still open.
 func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers) error {
 	g.setReady(false)
-	gen := g.gen.Load()
-	budget := gen.cfg.Timeouts.Drain
-	g.log.Info("draining", "budget", budget.String())
+	first := g.clock()
+	budget := g.gen.Load().cfg.Timeouts.Drain
+	g.log.Info("draining", "connections", g.openConnections(), "remaining", budget.String())
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	forced := make(chan struct{})
+	var forced bool
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case sig := <-sigs:
-			g.log.Warn("second signal: closing remaining connections now", "signal", sig.String())
-			close(forced)
-			cancel()
-		case <-ctx.Done():
-		}
-	})
+	wg.Go(func() { forced = g.superviseDrain(ctx, sigs, first, cancel) })
 	err := g.shutdown(ctx, srv)
 	cancel()
 	wg.Wait()
-	select {
-	case <-forced:
+	if forced {
 		return ErrForcedStop
-	default:
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err

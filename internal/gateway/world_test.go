@@ -38,6 +38,7 @@ type world struct {
 	done     chan struct{}
 	runErr   error
 	reloaded chan error
+	setup    func(*Gateway) // when set, called between New and Run
 }
 
 // newWorld writes cfg (a configuration, with %[n]s placeholders filled by
@@ -87,6 +88,9 @@ func (w *world) start() {
 		w.t.Fatalf("New: %v", err)
 	}
 	w.g = g
+	if w.setup != nil {
+		w.setup(g)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})
 	go func() { defer close(w.done); w.runErr = g.Run(ctx) }()
