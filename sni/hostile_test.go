@@ -70,16 +70,6 @@ func (h *hostile) pull(tb testing.TB) {
 	}
 }
 
-// waitSessions waits until the server tracks n connections.
-func (h *hostile) waitSessions(tb testing.TB, n int) {
-	tb.Helper()
-	eventually(tb, "the server to track "+strconv.Itoa(n)+" connections", func() bool {
-		h.srv.mu.Lock()
-		defer h.srv.mu.Unlock()
-		return len(h.srv.sessions) == n
-	})
-}
-
 // released waits until the server holds no connection and the goroutine
 // count is back to the baseline, and returns it.
 func (h *hostile) released(tb testing.TB) int {
@@ -91,20 +81,6 @@ func (h *hostile) released(tb testing.TB) int {
 		return n <= h.base+goroutineSlack
 	})
 	return n
-}
-
-// eventually polls cond until it holds, failing after waitLimit. It is for
-// conditions with no event to wait on (goroutine counts, the connection
-// set); the poll interval is not a synchronisation delay.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // heapInuse returns the live heap after a collection.

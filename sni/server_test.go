@@ -262,6 +262,10 @@ func TestServerShutdown(t *testing.T) {
 		w := newWorld(t, Config{}, "", registryRoute(t, sinkUpstream(t).addr))
 		tunnel := openTunnel(w)
 		waiting := w.dial(t) // still reading its ClientHello: ended at once
+		// The bug was a Shutdown racing the dial: under load the server had
+		// not accepted waiting yet, the kernel reset it in the accept queue
+		// and no connection line was ever logged for it.
+		w.waitSessions(t, 2)
 		done := make(chan error, 1)
 		go func() { done <- w.srv.Shutdown(shutdownCtx(t, waitLimit)) }()
 		<-w.served
