@@ -59,16 +59,18 @@ clone() {
 	git -C "$1" checkout -q --detach "$commit"
 }
 
-# failures prints the tests (or, failing that, the packages and steps)
-# that failed in the log $1, comma separated.
+# failures prints what failed in the log $1, comma separated: the failed
+# tests (the deepest subtests, not their parents), the failed packages,
+# fuzz targets and the make target that stopped the run.
 failures() {
 	local names
 	names=$({
-		grep -o -- '--- FAIL: [^ ]*' "$1" | sed 's/^--- FAIL: //'
+		grep -o -- '--- FAIL: [^ ]*' "$1" | sed 's/^--- FAIL: //' |
+			awk '{n[NR] = $0} END {for (i = 1; i <= NR; i++) {leaf = 1; for (j = 1; j <= NR; j++) if (index(n[j], n[i] "/") == 1) leaf = 0; if (leaf) print n[i]}}'
 		grep -E '^FAIL[[:space:]]+[^[:space:]]+[[:space:]]' "$1" | awk '{print "package " $2}'
 		grep -o '^FAILED: .*' "$1" | sed 's/^FAILED: /fuzz /'
 		grep -o '^panic: .*' "$1" | head -1
-		grep -o 'make: \*\*\* \[[^]]*\]' "$1" | tail -1 | sed 's/make: \*\*\* \[\(.*\)\]/make target \1/'
+		grep -o 'make: \*\*\* \[[^]]*\]' "$1" | tail -1 | sed 's/.*[[ ]\([^] ]*\)\]$/make target \1/'
 	} | awk '!seen[$0]++' | paste -sd, - | sed 's/,/, /g')
 	echo "${names:-no test named; see the log}"
 }
