@@ -7,7 +7,7 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build test test-deps vet unit race fuzz fuzz-short bench coredns clean
+.PHONY: all build test test-deps vet unit race fuzz fuzz-short stress bench coredns clean
 
 all: build
 
@@ -45,6 +45,12 @@ fuzz:
 # proves every target still builds, passes its seed corpus and fuzzes.
 fuzz-short:
 	GO=$(GO) ./test/fuzz.sh 3s
+
+# `make test` on fresh clones of HEAD beside `stress-ng --cpu 2`, as a busy
+# CI machine runs it: STRESS_RUNS runs (default 3), one summary line each;
+# fails when any run failed (test/stress.sh).
+stress:
+	./test/stress.sh
 
 bench:
 	./bench/run.sh

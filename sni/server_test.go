@@ -36,13 +36,19 @@ func registryRoute(tb testing.TB, addrs ...string) *Route {
 
 func TestServerBadInput(t *testing.T) {
 	hello := captureHello(t, &tls.Config{ServerName: registryName})
+	// Only the cases about the ClientHello timeout run with a short one:
+	// under load a client's first bytes can reach the server later than
+	// 100ms after it accepted, and a short timeout everywhere turned
+	// "plain_http" or "bad_hello" into "timeout".
+	const stallTimeout = 100 * time.Millisecond
 	tests := []struct {
-		name      string
-		send      []byte
-		halfClose bool
-		reply     []string // what the client must receive; nil: nothing
-		result    string
-		warn      string
+		name         string
+		send         []byte
+		halfClose    bool
+		helloTimeout time.Duration // 0: waitLimit, longer than any test waits
+		reply        []string      // what the client must receive; nil: nothing
+		result       string
+		warn         string
 	}{
 		{name: "not TLS", send: []byte("\x00\x01binary junk"), result: "not_tls", warn: "connection is not TLS"},
 		{name: "text that is not HTTP", send: []byte("HELLO there\r\n"), result: "not_tls", warn: "connection is not TLS"},
@@ -53,15 +59,15 @@ func TestServerBadInput(t *testing.T) {
 			reply: []string{"HTTP/1.1 400 Bad Request", "HTTPS_PROXY", "CONNECT listener (listen.connect)"},
 			warn:  "HTTPS_PROXY probably points at snigate's TLS port"},
 		{name: "truncated ClientHello", send: hello[:len(hello)/2], halfClose: true, result: "bad_hello", warn: "malformed or truncated ClientHello"},
-		{name: "stalled ClientHello", send: hello[:len(hello)/2], result: "timeout", warn: "no complete ClientHello within timeouts.client_hello"},
-		{name: "client sends nothing", result: "timeout", warn: "no complete ClientHello within timeouts.client_hello"},
+		{name: "stalled ClientHello", send: hello[:len(hello)/2], helloTimeout: stallTimeout, result: "timeout", warn: "no complete ClientHello within timeouts.client_hello"},
+		{name: "client sends nothing", helloTimeout: stallTimeout, result: "timeout", warn: "no complete ClientHello within timeouts.client_hello"},
 		{name: "oversized record", send: []byte{recordTypeHandshake, 3, 1, 0x40, 0x01}, result: "too_large", warn: "ClientHello larger than TLS allows"},
 		{name: "PROXY header from an untrusted source", send: []byte("PROXY TCP4 203.0.113.7 127.0.0.1 5555 443\r\n"), result: "proxy_header_error",
 			warn: "PROXY header from a source not in listen.proxy_protocol_from"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t, Config{ClientHelloTimeout: 100 * time.Millisecond}, "", registryRoute(t, sinkUpstream(t).addr))
+			w := newWorld(t, Config{ClientHelloTimeout: cmp.Or(tt.helloTimeout, waitLimit)}, "", registryRoute(t, sinkUpstream(t).addr))
 			c := w.dial(t)
 			c.Write(tt.send)
 			if tt.halfClose {
@@ -262,6 +268,10 @@ func TestServerShutdown(t *testing.T) {
 		w := newWorld(t, Config{}, "", registryRoute(t, sinkUpstream(t).addr))
 		tunnel := openTunnel(w)
 		waiting := w.dial(t) // still reading its ClientHello: ended at once
+		// The bug was a Shutdown racing the dial: under load the server had
+		// not accepted waiting yet, the kernel reset it in the accept queue
+		// and no connection line was ever logged for it.
+		w.waitSessions(t, 2)
 		done := make(chan error, 1)
 		go func() { done <- w.srv.Shutdown(shutdownCtx(t, waitLimit)) }()
 		<-w.served

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +134,34 @@ func (w *world) dial(tb testing.TB) *net.TCPConn {
 	}
 	tb.Cleanup(func() { c.Close() })
 	return c.(*net.TCPConn)
+}
+
+// waitSessions waits until the server tracks n connections: the server's
+// own record that it has accepted a connection (or let it go). A dial
+// returns once the kernel has queued the connection, before Serve has
+// accepted it, so a test that acts on "the server has this connection"
+// waits for this first.
+func (w *world) waitSessions(tb testing.TB, n int) {
+	tb.Helper()
+	eventually(tb, "the server to track "+strconv.Itoa(n)+" connections", func() bool {
+		w.srv.mu.Lock()
+		defer w.srv.mu.Unlock()
+		return len(w.srv.sessions) == n
+	})
+}
+
+// eventually polls cond until it holds, failing after waitLimit. It is for
+// conditions with no event to wait on (goroutine counts, the connection
+// set); the poll interval is not a synchronisation delay.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // counter returns the value of a counter series of the world's metrics.
