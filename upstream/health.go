@@ -89,6 +89,10 @@ func (p *Pool) checkHost(ctx context.Context, i int) time.Time {
 
 // observe logs, counts and records one check result.
 func (p *Pool) observe(h *Host, err error, start time.Time) {
+	if localError(err) {
+		p.localFailed(h, err, time.Now())
+		return
+	}
 	result := "ok"
 	if err != nil {
 		result = "fail"

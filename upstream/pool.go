@@ -76,6 +76,8 @@ type Pool struct {
 	sessions []tls.ClientSessionCache
 	robin    atomic.Uint64
 	running  atomic.Bool
+	// localLogged is when a local check failure was last logged (unix ns).
+	localLogged atomic.Int64
 }
 
 // New validates cfg, fills in defaults and returns a pool whose hosts all

@@ -36,6 +36,9 @@ func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	for _, warn := range KeyFileWarnings(cfg) {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
+	if warn := FDLimitWarning(cfg); warn != "" {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
 	if !probe {
 		return nil
 	}

@@ -128,6 +128,9 @@ func (g *Gateway) logStart(ls *listeners) {
 	for _, w := range KeyFileWarnings(gen.cfg) {
 		g.log.Warn("private key file readable by group or others", "detail", w)
 	}
+	if w := FDLimitWarning(gen.cfg); w != "" {
+		g.log.Warn("file descriptor limit too low", "detail", w)
+	}
 }
 
 func (g *Gateway) logRoutes(gen *generation) {
