@@ -109,6 +109,67 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.dialFailures.DeletePartialMatch(l)
 }
 
+// Results a connection can end with, for creating the series at 0.
+var (
+	// routedResults end a connection after a route was chosen.
+	routedResults = []string{resultOK, resultNoUpstream, resultUpstreamError, resultIdle, resultClientError, resultShutdown}
+	// unroutedResults end one before (route ""), on every listener.
+	unroutedResults = []string{resultNotTLS, resultPlainHTTP, resultTimeout, resultTooLarge, resultBadHello,
+		resultUnknownSNI, resultDenied, resultLimit, resultProxyHeader, resultClientError, resultShutdown}
+	// connectResults end one on a CONNECT listener before a route was chosen.
+	connectResults = []string{resultBadRequest, resultBadMethod, resultForbidden, resultSNIMismatch}
+)
+
+// InitListener creates at 0 the snigate_connections_total series of
+// connections that end unrouted on listener (its address, the listener
+// label), with the CONNECT results too when connect is set. Call it once
+// the listener is open, so that increase() sees the first failure.
+func (m *Metrics) InitListener(listener string, connect bool) {
+	if m == nil {
+		return
+	}
+	for _, r := range unroutedResults {
+		m.connections.WithLabelValues(listener, "", r).Add(0)
+	}
+	if connect {
+		for _, r := range connectResults {
+			m.connections.WithLabelValues(listener, "", r).Add(0)
+		}
+	}
+}
+
+// InitRoute creates at 0 the series of route whose label values are known
+// when it is built: connections per listener and routed result, bytes both
+// ways, active connections, the two histograms, and dial failures per
+// upstream. DeleteRoute removes them with the route.
+func (m *Metrics) InitRoute(route string, upstreams, listeners []string) {
+	if m == nil {
+		return
+	}
+	for _, ln := range listeners {
+		for _, r := range routedResults {
+			m.connections.WithLabelValues(ln, route, r).Add(0)
+		}
+	}
+	m.bytes.WithLabelValues(route, DirectionUpstream).Add(0)
+	m.bytes.WithLabelValues(route, DirectionDownstream).Add(0)
+	m.active.WithLabelValues(route).Add(0)
+	m.connectSeconds.WithLabelValues(route)
+	m.durationSecs.WithLabelValues(route)
+	for _, u := range upstreams {
+		m.dialFailures.WithLabelValues(route, u).Add(0)
+	}
+}
+
+// DeleteUpstream removes the dial failure series of an upstream that a
+// reload took out of route (the route stays).
+func (m *Metrics) DeleteUpstream(route, upstream string) {
+	if m == nil {
+		return
+	}
+	m.dialFailures.DeleteLabelValues(route, upstream)
+}
+
 // ended counts a connection that ended with result; rm is its route's
 // series, nil when it ended unrouted.
 func (m *Metrics) ended(rm *routeMetrics, listener, result string) {

@@ -57,7 +57,8 @@ type Gateway struct {
 	ready     atomic.Bool
 
 	sni      *sni.Server
-	tlsPorts []int // bound ports of listen.tls, for CONNECT; under reloadMu
+	tlsPorts []int          // bound ports of listen.tls, for CONNECT; under reloadMu
+	labels   listenerLabels // listener label values of the open listeners; under reloadMu
 	dns      *dnsresponder.Server
 	admin    *admin.Server
 
@@ -87,6 +88,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.gen.Store(gen)
+	g.metrics.configLoaded(time.Now())
 	g.sni, err = sni.New(g.sniConfig(cfg), gen.routes)
 	if err != nil {
 		return nil, err
@@ -100,6 +102,7 @@ func New(opts Options) (*Gateway, error) {
 		Gatherer:  g.registry,
 		Logger:    g.log,
 		Hosts:     adminHosts(cfg.Listen.Admin),
+		Metrics:   g.metrics.admin,
 	})
 	return g, nil
 }
@@ -187,4 +190,15 @@ func adminHosts(addr string) []string {
 		return []string{h}
 	}
 	return nil
+}
+
+// initSeries creates at 0, once the listeners are open, the series of
+// connections per listener and of the routes in force; reloads do the
+// same for the routes they bring.
+func (g *Gateway) initSeries(ls *listeners) {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	g.labels = ls.labels()
+	g.metrics.initListeners(g.labels)
+	g.metrics.initRoutes(g.gen.Load().cfg, g.labels)
 }

@@ -42,13 +42,12 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	if err == nil {
 		err = g.swap(ctx, old, cfg)
 	}
+	g.metrics.reloaded(err, time.Now())
 	if err != nil {
-		g.metrics.reloads.WithLabelValues("failure").Inc()
 		g.log.Error("configuration reload rejected; the running configuration stays in force",
 			"reason", reason, "err", err)
 		return err
 	}
-	g.metrics.reloads.WithLabelValues("success").Inc()
 	g.log.Info("configuration reloaded", "reason", reason, "routes", len(cfg.Routes))
 	return nil
 }
@@ -75,11 +74,8 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 		g.dns.SetHandler(gen.dns)
 	}
 	g.gen.Store(gen)
-	for _, r := range old.cfg.Routes {
-		if gen.pools[r.Name] == nil {
-			g.metrics.deleteRoute(r.Name)
-		}
-	}
+	g.metrics.prune(old.cfg, cfg)
+	g.metrics.initRoutes(cfg, g.labels)
 	g.logRoutes(gen)
 	return nil
 }
