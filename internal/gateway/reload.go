@@ -5,18 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"github.com/snigate/snigate/dnsresponder"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/filewatch"
 )
 
 const (
-	// ConfigPollInterval is how often the configuration file is compared
-	// with the one in force. A change is applied once the file has stayed
-	// the same for one interval, so a burst of writes is one reload.
+	// ConfigPollInterval is how often the configuration file's identity
+	// is polled, the backstop to file-system events (see watchConfig).
 	ConfigPollInterval   = time.Second
 	adminShutdownTimeout = 2 * time.Second
 )
@@ -121,33 +121,31 @@ func (g *Gateway) load() (*config.Config, error) {
 }
 
 // watchConfig asks for a reload when the configuration file's content
-// changes and then stays the same for one poll interval. It follows
-// symlinks, so a Kubernetes ConfigMap's ..data swap is seen.
+// differs from the one last read: internal/filewatch notices the change
+// (fsnotify on the file's directory and on a symlink target's, so a
+// Kubernetes ConfigMap's ..data swap is seen; a settle delay so that a
+// burst of writes is one reload; a poll every ConfigPollInterval as the
+// backstop), and the content hash keeps a file SIGHUP already loaded from
+// being loaded again. It returns when ctx is done.
 func (g *Gateway) watchConfig(ctx context.Context, reloadc chan<- string) {
-	var pending []byte
-	t := time.NewTicker(ConfigPollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	changed := func() {
 		sum := fileSum(g.opts.ConfigFile)
-		switch {
-		case sum == nil || bytes.Equal(sum, g.loadedSum.Load()[:]):
-			pending = nil
-		case !bytes.Equal(sum, pending):
-			pending = sum // changed: wait until it settles
-		default:
-			pending = nil
-			select {
-			case reloadc <- "configuration file changed":
-			case <-ctx.Done():
-				return
-			}
+		if sum == nil || bytes.Equal(sum, g.loadedSum.Load()[:]) {
+			return // being replaced (read again at the next change), or in force
+		}
+		select {
+		case reloadc <- "configuration file changed":
+		default: // a reload is pending; it reads the newest file
 		}
 	}
+	w, err := filewatch.New(filewatch.Config{File: g.opts.ConfigFile, ChangedFunc: changed,
+		PollInterval: ConfigPollInterval, Logger: g.log})
+	if err != nil {
+		g.log.Error("configuration file not watched; reload with SIGHUP", "err", err)
+		return
+	}
+	changed() // a change since the file was loaded, before the watch
+	w.Run(ctx)
 }
 
 // fileSum is the SHA-256 of the file's content, nil if it cannot be read
