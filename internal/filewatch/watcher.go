@@ -30,6 +30,11 @@ type Config struct {
 	// named the file. Required.
 	ChangedFunc func()
 
+	// Since is the identity of the version the caller last read (Stat
+	// taken before reading it); Run reports a file that differs from it.
+	// Zero: the identity at New.
+	Since ID
+
 	PollInterval time.Duration // identity poll; zero: DefaultPollInterval
 	SettleDelay  time.Duration // quiet time after events; zero: DefaultSettleDelay
 
@@ -50,8 +55,8 @@ type Watcher struct {
 	dirs  map[string]bool // directories given to fsnotify
 }
 
-// New records the file's identity now, so a change before Run is noticed
-// by Run. It opens and starts nothing.
+// New records the file's identity now (or takes Config.Since), so that a
+// change before Run is noticed by Run. It opens and starts nothing.
 func New(cfg Config) (*Watcher, error) {
 	if cfg.File == "" || cfg.ChangedFunc == nil {
 		return nil, errors.New("filewatch: want a File and a ChangedFunc")
@@ -62,7 +67,10 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.SettleDelay <= 0 {
 		cfg.SettleDelay = DefaultSettleDelay
 	}
-	w := &Watcher{cfg: cfg, log: cfg.Logger, last: Stat(cfg.File), dirs: map[string]bool{}}
+	w := &Watcher{cfg: cfg, log: cfg.Logger, last: cfg.Since, dirs: map[string]bool{}}
+	if w.last.Missing() {
+		w.last = Stat(cfg.File)
+	}
 	if w.log == nil {
 		w.log = slog.Default()
 	}
@@ -70,7 +78,8 @@ func New(cfg Config) (*Watcher, error) {
 }
 
 // Run watches until ctx is done, then returns nil once its goroutines
-// (fsnotify's reader) have finished. Call it once.
+// (fsnotify's reader) have finished. A change since New (or Since) is
+// reported after the settle delay. Call it once.
 func (w *Watcher) Run(ctx context.Context) error {
 	var events <-chan fsnotify.Event
 	var errs <-chan error
@@ -81,11 +90,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 			events, errs = fw.Events, fw.Errors
 		}
 	}
-	w.look(fw) // a change between New and the watch
 	tick := time.NewTicker(w.cfg.PollInterval)
 	defer tick.Stop()
+	// The first look, after the settle delay, reports a change made before
+	// the watch was set up.
 	settle := time.NewTimer(w.cfg.SettleDelay)
-	settle.Stop()
 	defer settle.Stop()
 	for {
 		select {

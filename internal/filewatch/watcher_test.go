@@ -188,27 +188,47 @@ func TestWatcherNotices(t *testing.T) {
 	}
 }
 
-// TestWatcherChangeBeforeRun: a change between New and Run (while nothing
-// watched yet) is reported by Run at once.
+// TestWatcherChangeBeforeRun: a change made before the watch was set up
+// (between New and Run, or after the caller's read and before New, given
+// as Since) is reported by Run.
 func TestWatcherChangeBeforeRun(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "watched.yaml")
-	writeFile(t, file, "v1")
-	changed := make(chan string, 4)
-	w, err := New(Config{File: file, PollInterval: noPoll, ChangedFunc: func() {
-		b, _ := os.ReadFile(file)
-		changed <- string(b)
-	}})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		since bool // take Since before the change, New after it
+	}{
+		{"between New and Run", false},
+		{"between the read (Since) and New", true},
 	}
-	renameOver(t, file, "v2")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	waitFor(t, changed, "v2")
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "watched.yaml")
+			writeFile(t, file, "v1")
+			cfg := Config{File: file, PollInterval: noPoll}
+			if tt.since {
+				cfg.Since = Stat(file)
+				renameOver(t, file, "v2")
+				waitFor(t, start(t, cfg), "v2")
+				return
+			}
+			changed := make(chan string, 4)
+			cfg.ChangedFunc = func() {
+				b, _ := os.ReadFile(file)
+				changed <- string(b)
+			}
+			w, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			renameOver(t, file, "v2")
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- w.Run(ctx) }()
+			waitFor(t, changed, "v2")
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		})
 	}
 }
 

@@ -17,7 +17,11 @@ import (
 const (
 	// ConfigPollInterval is how often the configuration file's identity
 	// is polled, the backstop to file-system events (see watchConfig).
-	ConfigPollInterval   = time.Second
+	ConfigPollInterval = time.Second
+	// ConfigSettleDelay is how long the configuration file's directory
+	// must stay quiet after a change before the file is read: an editor's
+	// or a tool's burst of writes is one reload.
+	ConfigSettleDelay    = time.Second
 	adminShutdownTimeout = 2 * time.Second
 )
 
@@ -111,6 +115,8 @@ func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
 // load reads and parses the configuration file, and records the hash of
 // what it read so that the file watcher does not reload it again.
 func (g *Gateway) load() (*config.Config, error) {
+	id := filewatch.Stat(g.opts.ConfigFile)
+	g.loadedID.Store(&id)
 	data, err := os.ReadFile(g.opts.ConfigFile)
 	if err != nil {
 		return nil, config.ErrorList{{File: g.opts.ConfigFile, Msg: fmt.Sprintf("cannot read the configuration file: %v", err)}}
@@ -123,10 +129,11 @@ func (g *Gateway) load() (*config.Config, error) {
 // watchConfig asks for a reload when the configuration file's content
 // differs from the one last read: internal/filewatch notices the change
 // (fsnotify on the file's directory and on a symlink target's, so a
-// Kubernetes ConfigMap's ..data swap is seen; a settle delay so that a
+// Kubernetes ConfigMap's ..data swap is seen; ConfigSettleDelay so that a
 // burst of writes is one reload; a poll every ConfigPollInterval as the
-// backstop), and the content hash keeps a file SIGHUP already loaded from
-// being loaded again. It returns when ctx is done.
+// backstop; a change since the last load, before the watch, too), and the
+// content hash keeps a file SIGHUP already loaded from being loaded again.
+// It returns when ctx is done.
 func (g *Gateway) watchConfig(ctx context.Context, reloadc chan<- string) {
 	changed := func() {
 		sum := fileSum(g.opts.ConfigFile)
@@ -139,12 +146,12 @@ func (g *Gateway) watchConfig(ctx context.Context, reloadc chan<- string) {
 		}
 	}
 	w, err := filewatch.New(filewatch.Config{File: g.opts.ConfigFile, ChangedFunc: changed,
-		PollInterval: ConfigPollInterval, Logger: g.log})
+		Since: *g.loadedID.Load(), PollInterval: ConfigPollInterval, SettleDelay: ConfigSettleDelay,
+		Logger: g.log})
 	if err != nil {
 		g.log.Error("configuration file not watched; reload with SIGHUP", "err", err)
 		return
 	}
-	changed() // a change since the file was loaded, before the watch
 	w.Run(ctx)
 }
 
