@@ -6,7 +6,10 @@ import (
 	"time"
 )
 
-// Defaults filled in by Parse for keys the file leaves out.
+// Defaults filled in by Parse for keys the file leaves out. The packages
+// that use a value export the same default (this package imports none of
+// them); internal/gateway's TestConfigDefaultsMatchPackages and
+// TestConfigEnumsMatchPackages check that both sides agree.
 const (
 	DefaultClientHelloTimeout = 5 * time.Second  // timeouts.client_hello
 	DefaultConnectTimeout     = 5 * time.Second  // timeouts.connect
@@ -52,6 +55,10 @@ const (
 	ProxyProtocolV1 = "v1"
 	ProxyProtocolV2 = "v2"
 )
+
+// AdminUnixPrefix starts a listen.admin value that names a unix socket:
+// "unix:/run/snigate/admin.sock".
+const AdminUnixPrefix = "unix:"
 
 // Config is a validated configuration file: every default is filled in,
 // every file name is absolute and every referenced file was readable and

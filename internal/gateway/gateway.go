@@ -17,6 +17,7 @@ import (
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/filewatch"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -54,6 +55,7 @@ type Gateway struct {
 	gen       atomic.Pointer[generation]
 	reloadMu  sync.Mutex                        // one reload at a time
 	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
+	loadedID  atomic.Pointer[filewatch.ID]      // the file's identity just before that read
 	ready     atomic.Bool
 
 	sni      *sni.Server
