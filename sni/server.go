@@ -132,11 +132,11 @@ type Server struct {
 	// handshakes are the pending-handshake budgets, by kind of listener
 	// (budgetOf).
 	handshakes [2]handshakeBudget
-	closing   atomic.Bool
-	quit      chan struct{} // closed when shutting down starts
-	quitOnce  sync.Once
-	ctx       context.Context // canceled when connections are closed by force
-	cancel    context.CancelFunc
+	closing    atomic.Bool
+	quit       chan struct{} // closed when shutting down starts
+	quitOnce   sync.Once
+	ctx        context.Context // canceled when connections are closed by force
+	cancel     context.CancelFunc
 }
 
 // New checks cfg, fills in defaults and returns a server that routes with
