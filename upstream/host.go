@@ -17,10 +17,10 @@ type Host struct {
 	active atomic.Int64
 	// dialFailures counts consecutive failed traffic dials (ReportDial).
 	dialFailures atomic.Int32
-	usable atomic.Bool          // healthy && ready: read on every Candidates call
-	owner  atomic.Pointer[Pool] // the pool whose health checks update this host; nil: retired
-	wake   chan struct{}        // signalled when the host leaves maint: check at once
-	check  chan struct{}        // holds a token while a health check of the host runs
+	usable       atomic.Bool          // healthy && ready: read on every Candidates call
+	owner        atomic.Pointer[Pool] // the pool whose health checks update this host; nil: retired
+	wake         chan struct{}        // signalled when the host leaves maint: check at once
+	check        chan struct{}        // holds a token while a health check of the host runs
 
 	mu sync.Mutex
 	hostState

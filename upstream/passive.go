@@ -81,4 +81,3 @@ func (p *Pool) checkKind(h *Host) CheckKind {
 	}
 	return kind
 }
-
