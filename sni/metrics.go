@@ -19,6 +19,8 @@ type Metrics struct {
 	helloSeconds   prometheus.Histogram
 	durationSecs   *prometheus.HistogramVec // route
 	dialFailures   *prometheus.CounterVec   // route, upstream
+	pending        *prometheus.GaugeVec     // kind
+	pendingByKind  [2]prometheus.Gauge      // pending's tls and connect children
 
 	// unrouted caches connections' children of connections that ended
 	// before a route was chosen (route ""), as routeMetrics.ended does for
@@ -87,9 +89,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_upstream_dial_failures_total",
 			Help: "Failed upstream dials (TCP, or TCP plus TLS handshake in bridge mode), each retried on the next candidate.",
 		}, []string{"route", "upstream"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snigate_pending_handshakes",
+			Help: "Connections that have not yet sent a whole ClientHello (CONNECT: request and ClientHello), by kind of listener (tls, connect); bounded by max_handshakes per kind.",
+		}, []string{"kind"}),
 	}
+	m.pendingByKind = [2]prometheus.Gauge{m.pending.WithLabelValues(kindTLS), m.pending.WithLabelValues(kindConnect)}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures)
+		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures, m.pending)
 	}
 	return m
 }
@@ -185,6 +192,17 @@ func (m *Metrics) ended(rm *routeMetrics, listener, result string) {
 func (m *Metrics) clientHello(d time.Duration) {
 	if m != nil {
 		m.helloSeconds.Observe(d.Seconds())
+	}
+}
+
+// pendingHandshake moves the pending gauge of a kind of listener.
+func (m *Metrics) pendingHandshake(kind string, delta float64) {
+	switch {
+	case m == nil:
+	case kind == kindConnect:
+		m.pendingByKind[1].Add(delta)
+	default:
+		m.pendingByKind[0].Add(delta)
 	}
 }
 

@@ -71,6 +71,14 @@ type Config struct {
 	DNS            DNS      // dns: (zero Answer when the section is absent)
 	DefaultRoute   string   // default_route: "" rejects unknown names; else a route's Name
 	Routes         []Route  // routes: at least one
+
+	// MaxConnectionsPerClient is max_connections_per_client: the
+	// connections one client address may hold at once; 0: no limit.
+	MaxConnectionsPerClient int
+	// MaxHandshakes is max_handshakes: per kind of listener (TLS,
+	// CONNECT), the connections still sending their ClientHello (or
+	// CONNECT request); from 1 to MaxConnections.
+	MaxHandshakes int
 }
 
 // Listen is the listen: section. An empty address means "do not listen".

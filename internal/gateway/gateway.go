@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -115,11 +116,14 @@ func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {
 		ConnectTimeout:     cfg.Timeouts.Connect,
 		IdleTimeout:        cfg.Timeouts.Idle,
 		MaxConnections:     cfg.MaxConnections,
-		Allow:              cfg.Listen.Allow,
-		ProxyProtocolFrom:  cfg.Listen.ProxyProtocolFrom,
-		ConnectPorts:       g.tlsPorts,
-		Logger:             g.log,
-		Metrics:            g.metrics.sni,
+		MaxHandshakes:      cfg.MaxHandshakes,
+		// 0 in the file is no limit; in sni.Config, negative.
+		MaxConnectionsPerClient: cmp.Or(cfg.MaxConnectionsPerClient, -1),
+		Allow:                   cfg.Listen.Allow,
+		ProxyProtocolFrom:       cfg.Listen.ProxyProtocolFrom,
+		ConnectPorts:            g.tlsPorts,
+		Logger:                  g.log,
+		Metrics:                 g.metrics.sni,
 	}
 }
 
