@@ -122,7 +122,7 @@ var (
 	routedResults = []string{resultOK, resultNoUpstream, resultUpstreamError, resultIdle, resultClientError, resultShutdown}
 	// unroutedResults end one before (route ""), on every listener.
 	unroutedResults = []string{resultNotTLS, resultPlainHTTP, resultTimeout, resultTooLarge, resultBadHello,
-		resultUnknownSNI, resultDenied, resultLimit, resultProxyHeader, resultClientError, resultShutdown}
+		resultUnknownSNI, resultDenied, resultLimit, resultClientLimit, resultHandshakeLimit, resultProxyHeader, resultClientError, resultShutdown}
 	// connectResults end one on a CONNECT listener before a route was chosen.
 	connectResults = []string{resultBadRequest, resultBadMethod, resultForbidden, resultSNIMismatch}
 )
