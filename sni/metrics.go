@@ -19,6 +19,7 @@ type Metrics struct {
 	helloSeconds   prometheus.Histogram
 	durationSecs   *prometheus.HistogramVec // route
 	dialFailures   *prometheus.CounterVec   // route, upstream
+	dialsActive    *prometheus.GaugeVec     // route
 
 	// unrouted caches connections' children of connections that ended
 	// before a route was chosen (route ""), as routeMetrics.ended does for
@@ -87,9 +88,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_upstream_dial_failures_total",
 			Help: "Failed upstream dials (TCP, or TCP plus TLS handshake in bridge mode), each retried on the next candidate.",
 		}, []string{"route", "upstream"}),
+		dialsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snigate_upstream_dials_in_progress",
+			Help: "Upstream dials of bridge routes in progress (TCP plus the upstream TLS handshake, retries included), bounded by max_dials.",
+		}, []string{"route"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures)
+		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures, m.dialsActive)
 	}
 	return m
 }
@@ -107,6 +112,7 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.connectSeconds.DeletePartialMatch(l)
 	m.durationSecs.DeletePartialMatch(l)
 	m.dialFailures.DeletePartialMatch(l)
+	m.dialsActive.DeletePartialMatch(l)
 }
 
 // ended counts a connection that ended with result; rm is its route's
@@ -141,6 +147,7 @@ type routeMetrics struct {
 	active   prometheus.Gauge
 	connect  prometheus.Observer
 	duration prometheus.Observer
+	dials    prometheus.Gauge
 	route    string
 	ended    endedCounters
 }
@@ -163,6 +170,7 @@ func (m *Metrics) forRoute(r *Route) *routeMetrics {
 		active:   m.active.WithLabelValues(r.Name),
 		connect:  m.connectSeconds.WithLabelValues(r.Name),
 		duration: m.durationSecs.WithLabelValues(r.Name),
+		dials:    m.dialsActive.WithLabelValues(r.Name),
 		route:    r.Name,
 	}
 	r.metrics.p.Store(rm)
@@ -189,5 +197,17 @@ func (rm *routeMetrics) activeInc() {
 func (rm *routeMetrics) activeDec() {
 	if rm != nil {
 		rm.active.Dec()
+	}
+}
+
+func (rm *routeMetrics) dialStarted() {
+	if rm != nil {
+		rm.dials.Inc()
+	}
+}
+
+func (rm *routeMetrics) dialEnded() {
+	if rm != nil {
+		rm.dials.Dec()
 	}
 }
