@@ -74,7 +74,7 @@ func (r *Route) check(hello *ClientHello) *helloRefusal {
 	}
 	if !hello.suites.hasAny(suites) {
 		return &helloRefusal{result: resultNoCipher, alert: alertHandshakeFailure,
-			err: fmt.Errorf("client offers none of the %s cipher suites route %q serves", tls.VersionName(v), r.Name),
+			err:    fmt.Errorf("client offers none of the %s cipher suites route %q serves", tls.VersionName(v), r.Name),
 			advice: "ClientHello refused before dialing: no cipher suite in common; enable AEAD suites on the client or widen serve.cipher_suites"}
 	}
 	return nil
