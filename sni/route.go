@@ -1,11 +1,13 @@
 package sni
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/snigate/snigate/upstream"
 )
@@ -99,6 +101,7 @@ type Route struct {
 	tickets  ticketKeys             // serveTLS's, rotated every TicketKeyRotation
 	alpn     alpnMemory             // what each upstream chose for each ALPN list
 	dials    dialSlots              // upstream dials in progress
+	dialWait time.Duration          // tests: replaces DialQueueWait when set
 	metrics  routeMetricsCache
 }
 
@@ -116,7 +119,7 @@ func (r *Route) prepare() {
 		r.tickets.every = TicketKeyRotation
 		r.dials.max = orDefault(r.MaxDials, DefaultMaxDials)
 		r.dials.perClient = orDefault(r.MaxDialsPerClient, DefaultMaxDialsPerClient)
-		r.dials.wait = DialQueueWait
+		r.dials.wait = cmp.Or(r.dialWait, DialQueueWait)
 		r.serveTLS = &tls.Config{
 			MinVersion:         tls.VersionTLS12,
 			GetConfigForClient: bridgeConfigForClient,

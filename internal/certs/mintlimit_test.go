@@ -152,4 +152,3 @@ func TestMinterCheckName(t *testing.T) {
 		t.Errorf("a.registry.example.com minted %d times, want 1 (CheckName mints nothing)", n)
 	}
 }
-
