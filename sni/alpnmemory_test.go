@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 func TestALPNMemory(t *testing.T) {
@@ -191,4 +193,23 @@ func TestBridgeRememberedDialRetriesNextUpstream(t *testing.T) {
 		t.Errorf("dial failures on the refusing upstream = %v, want 2 (each retried on the next)", n)
 	}
 	eventually(t, "4 connections counted ok", func() bool { return w.result(t, "registry", "ok") == 4 })
+}
+
+// A route whose upstreams are all unavailable still fails the node's
+// handshake (an alert, result no_upstream), memory or not: the dial is
+// deferred only when a candidate exists.
+func TestBridgeRememberedNoUpstreamFailsHandshake(t *testing.T) {
+	p := newBridgePKI(t)
+	up := newCountingUpstream(t, p.upstreamConfig("h2"))
+	r := p.route(t, up.addr)
+	w := newWorld(t, Config{}, "", r)
+	if _, err := ping(t, w, p.nodeConfig("h2")); err != nil {
+		t.Fatal(err)
+	}
+	r.Pool.(*upstream.Pool).SetState(up.addr, upstream.StateMaint)
+	_, err := ping(t, w, p.nodeConfig("h2"))
+	if err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("node handshake with every upstream in maintenance: %v, want an internal_error alert", err)
+	}
+	w.logs.wait(t, "msg=connection", "result=no_upstream")
 }

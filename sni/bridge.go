@@ -146,7 +146,7 @@ func bridgeConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 // client's list. An error makes crypto/tls send an internal_error alert.
 func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	t.hello = hello
-	if proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos); ok && t.up == nil {
+	if proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos); ok && t.up == nil && t.ss.route.available() {
 		t.deferred, t.promised = true, proto
 		return t.ss.route.serveConfig(proto), nil
 	}
@@ -159,6 +159,18 @@ func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config,
 		t.up, t.release = c.(*tls.Conn), release
 	}
 	return t.ss.route.serveConfig(t.up.ConnectionState().NegotiatedProtocol), nil
+}
+
+// availability is the optional capability of a route's Upstreams that
+// tells, without taking a turn of the rotation, whether any host would be
+// a candidate (*upstream.Pool has it). A route whose upstreams are all
+// down, draining or in maintenance is refused during the client's
+// handshake, with an alert, rather than after it.
+type availability interface{ Available() bool }
+
+func (r *Route) available() bool {
+	a, ok := r.Pool.(availability)
+	return !ok || a.Available()
 }
 
 // dialAfterHandshake dials the upstream once the client's handshake is

@@ -413,7 +413,9 @@ func (s *Server) finish(ss *session) {
 // cap, outside listen.allow or connecting during a drain would otherwise
 // write a line per connection (253 MB in 30 s at the cap). Their
 // connection lines are rate-limited per result, with the count held
-// back; snigate_connections_total counts every one.
+// back; snigate_connections_total counts every one. A bridge route's
+// dial_limit and mint_limit are floods from one client too.
 func refusal(result string) bool {
-	return result == resultLimit || result == resultDenied || result == resultShutdown
+	return result == resultLimit || result == resultDenied || result == resultShutdown ||
+		result == resultDialLimit || result == resultMintLimit
 }
