@@ -60,5 +60,17 @@ func (t *Table[V]) Lookup(name string) (V, bool) {
 	return zero, false
 }
 
+// Get returns the value Add stored for pattern itself (in any case, with
+// or without a trailing dot), not what a name matching it would find:
+// Get("*.example.com") is the wildcard's value.
+func (t *Table[V]) Get(pattern string) (V, bool) {
+	key, m := Canonical(pattern), t.exact
+	if base, wild := WildcardBase(key); wild {
+		key, m = base, t.wildcard
+	}
+	v, ok := m[key]
+	return v, ok
+}
+
 // Len returns the number of patterns in the table.
 func (t *Table[V]) Len() int { return len(t.exact) + len(t.wildcard) }

@@ -79,6 +79,12 @@ func TestTableAdd(t *testing.T) {
 	if v, _ := tab.Lookup("a.example.com"); v != 1 {
 		t.Errorf("a refused Add changed the value to %d", v)
 	}
+	if v, ok := tab.Get("*.A.example.com."); !ok || v != 2 {
+		t.Errorf("Get of the wildcard = %d, %v; want 2, true", v, ok)
+	}
+	if _, ok := tab.Get("b.a.example.com"); ok {
+		t.Error("Get of a name the wildcard matches found it; Get is for patterns")
+	}
 	if tab.Len() != 2 {
 		t.Errorf("Len = %d, want 2", tab.Len())
 	}

@@ -88,7 +88,7 @@ type DNS struct {
 	Answer  []netip.Addr  // addresses for routed names; empty only when the section is absent
 	TTL     time.Duration // at least 1s
 	Forward []string      // resolvers for other names, host:port; empty: answer REFUSED
-	Names   []string      // extra names to answer for, canonical (sni.CanonicalName)
+	Names   []string      // extra names to answer for, canonical (names.Canonical)
 }
 
 // Route is one entry of routes:.

@@ -247,3 +247,24 @@ routes:
 		t.Errorf("aliased upstreams = %q, want %q", c.Routes[1].Upstreams, c.Routes[0].Upstreams)
 	}
 }
+
+// TestSNINamesCanonical: route names with capitals and a trailing dot are
+// accepted and stored canonical (the contract: case-insensitive, trailing
+// dot ignored).
+func TestSNINamesCanonical(t *testing.T) {
+	yaml := `listen:
+  tls: [":443"]
+routes:
+  - name: r
+    sni: ["Registry.Example.COM.", "*.Mirror.Example.com."]
+    mode: splice
+    upstreams: ["10.0.0.1:443"]
+`
+	c, err := Parse("snigate.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"registry.example.com", "*.mirror.example.com"}; !slices.Equal(c.Routes[0].SNI, want) {
+		t.Errorf("SNI = %q, want %q", c.Routes[0].SNI, want)
+	}
+}

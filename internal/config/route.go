@@ -45,7 +45,7 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	var refs routeRefs
 	r.Name = p.routeName(f)
 	refs.name = item{key: f.key("name"), node: f.get("name")}
-	r.SNI, refs.sni = p.names(f, "sni", `["registry.example.com", "*.registry.example.com"]`)
+	r.SNI, refs.sni = p.patterns(f, "sni", `["registry.example.com", "*.registry.example.com"]`)
 	p.require(f, "sni", len(r.SNI) > 0, `one or more names such as ["registry.example.com"]`)
 	r.Mode = p.enumAt(f, "mode", "", ModeBridge, ModeSplice)
 	p.require(f, "mode", r.Mode != "", "bridge or splice")

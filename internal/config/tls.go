@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/snigate/snigate/names"
 	"github.com/snigate/snigate/sni"
 )
 
@@ -102,7 +103,8 @@ func (p *parser) keyExchanges(f fields) []string {
 	return out
 }
 
-// serverName returns upstream_tls.server_name: a host name or IP address.
+// serverName returns upstream_tls.server_name: a host name
+// (names.CheckHost) in canonical form, or an IP address.
 func (p *parser) serverName(f fields) string {
 	const want = `a host name such as "registry.example.com"`
 	s := p.stringAt(f, "server_name", want)
@@ -112,9 +114,9 @@ func (p *parser) serverName(f fields) string {
 	if _, err := netip.ParseAddr(s); err == nil {
 		return s
 	}
-	if strings.HasPrefix(s, "*") || sni.ValidatePattern(s) != nil {
-		p.errorf(f.keyLine("server_name"), f.key("server_name"), "want %s, got %q", want, s)
+	if err := names.CheckHost(s); err != nil {
+		p.errorf(f.keyLine("server_name"), f.key("server_name"), "want %s or an IP address, got %q: %v", want, s, err)
 		return ""
 	}
-	return sni.CanonicalName(s)
+	return names.Canonical(s)
 }

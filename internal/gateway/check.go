@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/names"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -53,7 +54,10 @@ func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	var rows []probeRow
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	routed := routedTable(cfg)
+	routed, err := routedTable(cfg)
+	if err != nil {
+		return err
+	}
 	for _, rc := range cfg.Routes {
 		pc, err := probeConfig(cfg, &rc)
 		if err != nil {
@@ -90,12 +94,16 @@ func sortRows(cfg *config.Config, rows []probeRow) {
 	}
 }
 
-func routedTable(cfg *config.Config) *sni.NameTable[struct{}] {
-	var t sni.NameTable[struct{}]
+// routedTable is the names the gateway routes and answers DNS for: the
+// routes' SNI names and dns.names (config checked and deduplicated them).
+func routedTable(cfg *config.Config) (*names.Table[struct{}], error) {
+	var t names.Table[struct{}]
 	for _, n := range cfg.RoutedNames() {
-		t.Add(n, struct{}{})
+		if err := t.Add(n, struct{}{}); err != nil {
+			return nil, fmt.Errorf("routed names: %w", err)
+		}
 	}
-	return &t
+	return &t, nil
 }
 
 // probeConfig builds the probe of one route's upstreams from the files the
@@ -134,7 +142,7 @@ func probeConfig(cfg *config.Config, rc *config.Route) (upstream.ProbeConfig, er
 	return pc, nil
 }
 
-func writeProbeTable(w io.Writer, rows []probeRow, routed *sni.NameTable[struct{}]) error {
+func writeProbeTable(w io.Writer, rows []probeRow, routed *names.Table[struct{}]) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROUTE\tUPSTREAM\tTCP\tTLS\tMTLS\tHTTP\tLATENCY\tCERT_EXPIRES")
 	failed := false
@@ -161,7 +169,7 @@ func writeProbeTable(w io.Writer, rows []probeRow, routed *sni.NameTable[struct{
 
 // probeNotes reports the other hosts a pull touches: a token realm or a
 // blob redirect on a host the gateway does not route fails on the nodes.
-func probeNotes(r probeRow, routed *sni.NameTable[struct{}]) []string {
+func probeNotes(r probeRow, routed *names.Table[struct{}]) []string {
 	var notes []string
 	note := func(what, host string) {
 		_, ok := routed.Lookup(hostOnly(host))

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/miekg/dns"
@@ -14,6 +13,7 @@ import (
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/names"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -139,12 +139,13 @@ func checkServerName(rc *config.Route) string {
 		return rc.UpstreamTLS.ServerName
 	}
 	for _, n := range rc.SNI {
-		if !strings.HasPrefix(n, "*.") {
-			return sni.CanonicalName(n)
+		if _, wild := names.WildcardBase(n); !wild {
+			return n
 		}
 	}
 	if len(rc.SNI) > 0 {
-		return sni.CanonicalName(strings.TrimPrefix(rc.SNI[0], "*."))
+		base, _ := names.WildcardBase(rc.SNI[0])
+		return base
 	}
 	return ""
 }
@@ -239,12 +240,12 @@ func verifyAgainst(roots func() *x509.CertPool) func(tls.ConnectionState) error 
 }
 
 func (g *Gateway) buildDNS(cfg *config.Config) (dns.Handler, error) {
-	var names sni.NameTable[struct{}]
-	for _, n := range cfg.RoutedNames() {
-		names.Add(n, struct{}{})
+	routed, err := routedTable(cfg)
+	if err != nil {
+		return nil, err
 	}
 	return dnsresponder.New(dnsresponder.Config{
-		Names:   &names,
+		Names:   routed,
 		Answer:  cfg.DNS.Answer,
 		TTL:     cfg.DNS.TTL,
 		Forward: cfg.DNS.Forward,
