@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/snigate/snigate/names"
 )
 
 // Defaults of MinterConfig.
@@ -90,7 +92,9 @@ type mintCall struct {
 }
 
 // NewMinter loads and checks the CA (a CA certificate, able to sign, not
-// expired). Call Run to watch it and to renew leaves in the background.
+// expired, whose name constraints permit every one of Names, so that each
+// name the route routes can be minted). The error is a *FileError. Call Run
+// to watch the CA and to renew leaves in the background.
 func NewMinter(cfg MinterConfig) (*Minter, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -109,7 +113,11 @@ func NewMinter(cfg MinterConfig) (*Minter, error) {
 	}
 	iss, err := newIssuer(kp.certificate(), cfg.CACertFile, cfg.Now())
 	if err != nil {
-		return nil, fmt.Errorf("certs: route %q serve.ca_cert: %w", cfg.Route, err)
+		return nil, &FileError{Route: cfg.Route, Role: RoleServeCA, Field: FieldCert, Err: err}
+	}
+	if err := iss.permitsAll(cfg.Names); err != nil {
+		err.Route = cfg.Route
+		return nil, err
 	}
 	m.caPair = kp
 	m.ca.Store(iss)
@@ -150,7 +158,7 @@ func (m *Minter) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 		m.cfg.Metrics.minted(m.cfg.Route, "refused")
 		return nil, ErrNoServerName
 	}
-	name := canonicalName(hello.ServerName)
+	name := names.Canonical(hello.ServerName)
 	iss := m.ca.Load()
 	if err := m.check(name, iss); err != nil {
 		m.cfg.Metrics.minted(m.cfg.Route, "refused")
@@ -169,22 +177,23 @@ func (m *Minter) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 }
 
 func (m *Minter) check(name string, iss *issuer) error {
-	if err := checkName(name); err != nil {
-		return fmt.Errorf("certs: cannot mint a certificate for server name: %w", err)
+	if err := names.CheckHost(name); err != nil {
+		return fmt.Errorf("certs: cannot mint a certificate for server name %q: %w", name, err)
 	}
 	if len(m.cfg.Names) > 0 && !matchesAny(name, m.cfg.Names) {
 		return fmt.Errorf("certs: route %q mints only for [%s]; not for %s",
 			m.cfg.Route, strings.Join(m.cfg.Names, " "), name)
 	}
-	return iss.permits(name)
+	if err := iss.permits(name); err != nil {
+		return fmt.Errorf("certs: cannot mint a certificate for %s: %w", name, err)
+	}
+	return nil
 }
 
-// matchesAny reports whether name equals a pattern or matches a one-label
-// wildcard "*.base".
+// matchesAny reports whether name matches one of patterns (names.Match).
 func matchesAny(name string, patterns []string) bool {
 	for _, p := range patterns {
-		p = canonicalName(p)
-		if base, ok := strings.CutPrefix(p, "*."); ok && oneLabelBelow(name, base) || name == p {
+		if names.Match(p, name) {
 			return true
 		}
 	}

@@ -132,6 +132,7 @@ func TestParseFullExample(t *testing.T) {
 		Routes: []Route{{
 			Name: "registry", Line: 26,
 			SNI:       []string{"registry.example.com", "*.registry.example.com"},
+			SNIKeys:   []string{"routes[0].sni[0]", "routes[0].sni[1]"},
 			Mode:      ModeBridge,
 			Upstreams: []string{"10.1.0.10:443", "registry-2.internal:443"},
 			Balance:   BalanceLeastConn,
@@ -141,13 +142,13 @@ func TestParseFullExample(t *testing.T) {
 			UpstreamTLS: UpstreamTLS{Cert: in("client.crt"), Key: in("client.key"), CA: in("ca.crt")},
 		}, {
 			Name: "git", Line: 48,
-			SNI: []string{"git.example.com"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
+			SNI: []string{"git.example.com"}, SNIKeys: []string{"routes[1].sni[0]"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
 			Balance: BalanceRoundRobin, ProxyProtocol: ProxyProtocolV2,
 			Health: Health{Check: CheckTCP, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
 		}, {
 			Name: "minted", Line: 53,
-			SNI: []string{"minted.example.com"}, Mode: ModeBridge, Upstreams: []string{"10.3.0.1:443"},
+			SNI: []string{"minted.example.com"}, SNIKeys: []string{"routes[2].sni[0]"}, Mode: ModeBridge, Upstreams: []string{"10.3.0.1:443"},
 			Balance: BalanceRoundRobin,
 			Health: Health{Check: CheckTLS, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
@@ -155,6 +156,7 @@ func TestParseFullExample(t *testing.T) {
 			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com", KeyExchanges: []string{"x25519"}},
 		}},
 	}
+	want.lines = c.lines // the positions ErrorAt reads; TestErrorAt checks them
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Parse:\n got %+v\nwant %+v", c, want)
 	}

@@ -123,7 +123,8 @@ func (p *parser) uniqueRouteName(r Route, at item, names map[string]int) {
 	names[r.Name] = at.node.Line
 }
 
-// uniqueSNI reports, and drops from r, SNI names another route already has.
+// uniqueSNI reports, and drops from r, SNI names another route already
+// has, and records the key of each name kept.
 func (p *parser) uniqueSNI(r *Route, at []item, routed map[string]string) {
 	kept := r.SNI[:0]
 	for i, name := range r.SNI {
@@ -133,6 +134,7 @@ func (p *parser) uniqueSNI(r *Route, at []item, routed map[string]string) {
 		}
 		routed[name] = fmt.Sprintf("route %q (line %d)", r.Name, at[i].node.Line)
 		kept = append(kept, name)
+		r.SNIKeys = append(r.SNIKeys, at[i].key)
 	}
 	r.SNI = kept
 }

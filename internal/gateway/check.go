@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/names"
@@ -23,12 +26,17 @@ import (
 var ErrProbeFailed = errors.New("some upstreams failed the probe")
 
 // Check validates the configuration file (what `snigate check` does) and
-// writes a summary to w. With probe it also dials every upstream of every
-// route and writes a table of the results. A configuration error is a
-// config.ErrorList.
+// writes a summary to w: it parses the file, then builds everything `run`
+// builds from it (checkBuild), so that a file check accepts is a file run
+// starts with. With probe it also dials every upstream of every route and
+// writes a table of the results. A configuration error, including a file
+// the builders refuse, is a config.ErrorList.
 func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	cfg, err := config.Load(path)
 	if err != nil {
+		return err
+	}
+	if err := checkBuild(cfg); err != nil {
 		return err
 	}
 	n := 0
@@ -43,6 +51,17 @@ func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 		return nil
 	}
 	return probeAll(ctx, cfg, w)
+}
+
+// checkBuild builds from cfg what `run` builds before it opens a listener
+// (Gateway.assemble: the route table, the pools, the certificate key pairs,
+// minters and CA bundles, the DNS handler, the SNI and admin servers),
+// with metrics on a throwaway registry and a discarding logger. It opens
+// no socket and starts no worker; what it built is dropped.
+func checkBuild(cfg *config.Config) error {
+	discard := slog.New(slog.DiscardHandler)
+	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry()}
+	return g.assemble(cfg)
 }
 
 type probeRow struct {

@@ -39,17 +39,24 @@ type runner interface {
 }
 
 // build turns a validated configuration into a generation. Nothing runs
-// until start.
+// until start. What the builders refuse (a certificate that does not
+// cover the route's names, a client certificate without clientAuth, a
+// route name outside the serving CA's constraints, a file that cannot be
+// loaded) is a config.ErrorList with the key of each, one per route.
 func (g *Gateway) build(cfg *config.Config) (*generation, error) {
 	gen := &generation{cfg: cfg, pools: make(map[string]*upstream.Pool)}
 	var routes []*sni.Route
+	var errs config.ErrorList
 	for i := range cfg.Routes {
-		rc := &cfg.Routes[i]
-		r, err := g.buildRoute(gen, cfg, rc)
+		r, err := g.buildRoute(gen, cfg, &cfg.Routes[i])
 		if err != nil {
-			return nil, fmt.Errorf("route %s: %w", rc.Name, err)
+			errs = append(errs, buildError(cfg, i, err))
+			continue
 		}
 		routes = append(routes, r)
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	table, err := sni.NewTable(routes, cfg.DefaultRoute)
 	if err != nil {
@@ -166,7 +173,7 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 		return m, nil
 	}
 	kp, err := certs.NewKeyPair(certs.KeyPairConfig{
-		CertFile: s.Cert, KeyFile: s.Key, Route: rc.Name, Role: "serve",
+		CertFile: s.Cert, KeyFile: s.Key, Route: rc.Name, Role: certs.RoleServe, Names: rc.SNI,
 		Logger: g.log, Metrics: g.metrics.certs,
 	})
 	if err != nil {
