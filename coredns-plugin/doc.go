@@ -1,7 +1,7 @@
 // Package snigate is the snigate CoreDNS plugin: it answers the names a
 // snigate gateway routes with the gateway's addresses, exactly as snigate's
 // embedded responder does (the answers come from dnsresponder.Policy, the
-// name matching from sni.NameTable), and passes every other query to the
+// name matching from names.Table), and passes every other query to the
 // next plugin.
 //
 // The directive, the package and the handler's Name() are all "snigate":

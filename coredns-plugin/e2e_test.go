@@ -17,7 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/snigate/snigate/dnsresponder"
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // The end-to-end world: the CoreDNS binary built from cmd/coredns, serving
@@ -319,12 +319,14 @@ func freePort(t *testing.T) int {
 // beside stock CoreDNS: the routed names plus the gateway's own name.
 func newResponder(t *testing.T, upstream string) dns.Handler {
 	t.Helper()
-	var names sni.NameTable[struct{}]
+	var routed names.Table[struct{}]
 	for _, n := range []string{"registry.example.test", "*.mirror.example.test", "gateway.snigate.internal"} {
-		names.Add(n, struct{}{})
+		if err := routed.Add(n, struct{}{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h, err := dnsresponder.New(dnsresponder.Config{
-		Names:   &names,
+		Names:   &routed,
 		Answer:  []netip.Addr{netip.MustParseAddr(gatewayV4), netip.MustParseAddr(gatewayV6)},
 		TTL:     30 * time.Second,
 		Forward: []string{upstream},

@@ -5,7 +5,7 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/config"
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // errNoAnswer is returned by build when no address is known to answer with.
@@ -17,15 +17,20 @@ var errNoAnswer = errors.New("no `answer` addresses in the stanza and no dns.ans
 // dns.answer and dns.ttl (neither set: dnsresponder.DefaultTTL). It
 // returns the number of name patterns too.
 func (s settings) build(cfg *config.Config) (*dnsresponder.Policy, int, error) {
-	var names sni.NameTable[struct{}]
-	for _, n := range s.names {
-		names.Add(n, struct{}{})
+	var routed names.Table[struct{}]
+	patterns := s.names
+	if cfg != nil {
+		patterns = append(patterns[:len(patterns):len(patterns)], cfg.RoutedNames()...)
+	}
+	for _, n := range patterns {
+		// A name in both the stanza and the file, or twice in the stanza,
+		// is routed once. Both lists were checked (parseNames, config).
+		if err := routed.Add(n, struct{}{}); err != nil && !errors.Is(err, names.ErrDuplicate) {
+			return nil, 0, err
+		}
 	}
 	answer, ttl := s.answer, s.ttl
 	if cfg != nil {
-		for _, n := range cfg.RoutedNames() {
-			names.Add(n, struct{}{})
-		}
 		if len(answer) == 0 {
 			answer = cfg.DNS.Answer
 		}
@@ -36,5 +41,5 @@ func (s settings) build(cfg *config.Config) (*dnsresponder.Policy, int, error) {
 	if len(answer) == 0 {
 		return nil, 0, errNoAnswer
 	}
-	return dnsresponder.NewPolicy(&names, answer, ttl), names.Len(), nil
+	return dnsresponder.NewPolicy(&routed, answer, ttl), routed.Len(), nil
 }

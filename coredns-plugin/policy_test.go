@@ -39,6 +39,10 @@ func TestBuild(t *testing.T) {
 		{"without config: default ttl", "answer 192.0.2.10\nnames more.example.test", "more.example.test.", dns.TypeA,
 			"more.example.test.\t30\tIN\tA\t192.0.2.10"},
 		{"a name in neither is not routed", "answer 192.0.2.10\nnames more.example.test\nconfig " + noDNS, "other.example.test.", dns.TypeA, ""},
+		{"a name in both the stanza and the file is routed once", "answer 192.0.2.10\nnames route.example.test route.example.test\nconfig " + noDNS,
+			"route.example.test.", dns.TypeA, "route.example.test.\t30\tIN\tA\t192.0.2.10"},
+		{"the wildcard matches one valid label only", "answer 192.0.2.10\nnames *.w.example.test", "-x.w.example.test.", dns.TypeA, ""},
+		{"the wildcard is not a name under itself", "answer 192.0.2.10\nnames *.w.example.test", "*.w.example.test.", dns.TypeA, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // pluginName is the directive, the package and Name() of the handler.
@@ -144,8 +144,8 @@ func (s *settings) parseNames(c *caddy.Controller) error {
 		return c.ArgErr()
 	}
 	for _, n := range args {
-		if err := sni.ValidatePattern(n); err != nil {
-			return c.Errf("names: %v", err)
+		if err := names.CheckPattern(n); err != nil {
+			return c.Errf("names: %q: %v", n, err)
 		}
 	}
 	s.names = append(s.names, args...)

@@ -20,11 +20,11 @@
 //
 // Usage:
 //
-//	var names sni.NameTable[struct{}]
-//	names.Add("registry.example.com", struct{}{})
-//	names.Add("*.registry.example.com", struct{}{})
+//	var routed names.Table[struct{}] // Add refuses an invalid or repeated pattern
+//	routed.Add("registry.example.com", struct{}{})
+//	routed.Add("*.registry.example.com", struct{}{})
 //	h, err := dnsresponder.New(dnsresponder.Config{
-//		Names:   &names,
+//		Names:   &routed,
 //		Answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10")},
 //		TTL:     30 * time.Second,
 //		Forward: []string{"10.96.0.10:53"},

@@ -10,19 +10,23 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/snigate/snigate/dnsresponder"
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // Example_server shows the lifecycle: build a Handler from the routed
 // names, serve it on sockets the caller opened, swap it on reload, shut
 // down.
 func Example_server() {
-	var names sni.NameTable[struct{}]
-	names.Add("registry.example.com", struct{}{})
-	names.Add("*.registry.example.com", struct{}{})
+	var routed names.Table[struct{}]
+	for _, p := range []string{"registry.example.com", "*.registry.example.com"} {
+		if err := routed.Add(p, struct{}{}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
 	logger := slog.New(slog.DiscardHandler)
 	h, err := dnsresponder.New(dnsresponder.Config{
-		Names:  &names,
+		Names:  &routed,
 		Answer: []netip.Addr{netip.MustParseAddr("192.0.2.10")},
 		TTL:    30 * time.Second,
 		Logger: logger,

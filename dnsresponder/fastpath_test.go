@@ -120,7 +120,7 @@ func wireCases(t testing.TB) []wireCase {
 	var cases []wireCase
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeANY, dns.TypeHTTPS, dns.TypeSVCB, dns.TypeMX,
 		dns.TypeTXT, dns.TypeOPT, 65000} {
-		for _, n := range []string{exactName, wildcardName, "REGISTRY.Example.Test.", "node_1-b.apps.EXAMPLE.test."} {
+		for _, n := range []string{exactName, wildcardName, "REGISTRY.Example.Test.", "node-1b.apps.EXAMPLE.test."} {
 			cases = append(cases, wireCase{name: n + " " + qtypeName(qt), b: q(1, n, qt, nil), fast: true})
 		}
 	}
@@ -158,6 +158,9 @@ func wireCases(t testing.TB) []wireCase {
 		wireCase{"trailing byte", append(q(21, exactName, dns.TypeA, nil), 0), false},
 		wireCase{"cut short", q(22, exactName, dns.TypeA, nil)[:headerLen+10], false},
 		wireCase{"compressed name", compressedQuery(), false},
+		wireCase{"underscore label under the wildcard", q(23, "node_1.apps.example.test.", dns.TypeA, nil), false},
+		wireCase{"star label under the wildcard", q(24, "*.apps.example.test.", dns.TypeA, nil), false},
+		wireCase{"hyphen-first label under the wildcard", q(25, "-x.apps.example.test.", dns.TypeA, nil), false},
 	)
 	return cases
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // Config configures a Handler. It is a plain struct literal, filled by the
@@ -17,7 +17,7 @@ type Config struct {
 	// Names are the routed names: every route's SNI patterns plus
 	// dns.names. Nil means none: every query is forwarded. The table must
 	// not be changed after New.
-	Names *sni.NameTable[struct{}]
+	Names *names.Table[struct{}]
 	// Answer are the addresses given for routed names, IPv4 ones in A
 	// records and IPv6 ones in AAAA records. Empty: every routed query gets
 	// NODATA.

@@ -53,6 +53,33 @@ func routedCases() []responderCase {
 	)
 }
 
+// TestResponderWildcardMatchesOneValidLabel is issue 14 item 8 for DNS:
+// the wildcard "*.apps.example.test" answers for one valid label below
+// it; a first label that is not a valid host label ("*", "-x", "a_b") is
+// not routed and goes to the forwarders, over UDP (fast path) and TCP.
+func TestResponderWildcardMatchesOneValidLabel(t *testing.T) {
+	label63 := strings.Repeat("a", 63)
+	up := newUpstream(t, answerA(forwardedA))
+	w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), TTL: 30 * time.Second,
+		Forward: []string{up.addr}}, "")
+	forwarded := func(name string) responderCase {
+		return responderCase{name: name, qname: name, qtype: dns.TypeA, answer: []string{name + " 60 IN A " + forwardedA}, forwarded: true}
+	}
+	cases := []responderCase{
+		{name: "63-byte label", qname: label63 + ".apps.example.test.", qtype: dns.TypeA, aa: true,
+			answer: []string{label63 + ".apps.example.test. 30 IN A " + answer4}},
+		forwarded("*.apps.example.test."),
+		forwarded("-x.apps.example.test."),
+		forwarded("x-.apps.example.test."),
+		forwarded("a_b.apps.example.test."),
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		for _, tc := range cases {
+			t.Run(network+"/"+tc.name, func(t *testing.T) { checkResponder(t, w.addr, network, up, tc) })
+		}
+	}
+}
+
 func TestResponderRouted(t *testing.T) {
 	up := newUpstream(t, answerA(forwardedA))
 	w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), TTL: 30 * time.Second,

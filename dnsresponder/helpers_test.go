@@ -17,7 +17,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // Routed names of the test world, and the addresses given for them.
@@ -30,18 +30,18 @@ const (
 	forwardedA = "198.51.100.7"
 )
 
-func testNames(t testing.TB, patterns ...string) *sni.NameTable[struct{}] {
+func testNames(t testing.TB, patterns ...string) *names.Table[struct{}] {
 	t.Helper()
 	if len(patterns) == 0 {
 		patterns = []string{"registry.example.test", "*.apps.example.test", "Dotted.Example.TEST."}
 	}
-	var names sni.NameTable[struct{}]
+	var routed names.Table[struct{}]
 	for _, p := range patterns {
-		if !names.Add(p, struct{}{}) {
-			t.Fatalf("duplicate pattern %q", p)
+		if err := routed.Add(p, struct{}{}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return &names
+	return &routed
 }
 
 func testAnswer() []netip.Addr {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // DefaultTTL is the TTL of routed answers when none is given.
@@ -27,25 +27,25 @@ const (
 // forwarding, so the embedded Handler and the CoreDNS plugin share it.
 // A Policy is immutable and safe for concurrent use.
 type Policy struct {
-	names *sni.NameTable[struct{}]
-	a     []net.IP // 4-byte form
-	aaaa  []net.IP // 16-byte form
-	ttl   uint32   // seconds
-	wire  wireAnswers
+	routed *names.Table[struct{}]
+	a      []net.IP // 4-byte form
+	aaaa   []net.IP // 16-byte form
+	ttl    uint32   // seconds
+	wire   wireAnswers
 }
 
-// NewPolicy returns the policy for the routed names in names (nil: none)
+// NewPolicy returns the policy for the routed names in routed (nil: none)
 // answering with the addresses in answer, split by family, and ttl
 // (zero: DefaultTTL; rounded down to whole seconds). The table must not be
 // changed afterwards; build a new Policy on reload.
-func NewPolicy(names *sni.NameTable[struct{}], answer []netip.Addr, ttl time.Duration) *Policy {
-	if names == nil {
-		names = new(sni.NameTable[struct{}])
+func NewPolicy(routed *names.Table[struct{}], answer []netip.Addr, ttl time.Duration) *Policy {
+	if routed == nil {
+		routed = new(names.Table[struct{}])
 	}
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	p := &Policy{names: names, ttl: ttlSeconds(ttl)}
+	p := &Policy{routed: routed, ttl: ttlSeconds(ttl)}
 	for _, a := range answer {
 		a = a.Unmap()
 		switch {
@@ -73,9 +73,11 @@ func ttlSeconds(d time.Duration) uint32 {
 }
 
 // Routed reports whether name (any case, trailing dot or not) is one the
-// policy answers for.
+// policy answers for. A name that is not a valid host name (names.IsHost:
+// a label of other bytes, an escaped dot, a 64-byte label) is never
+// routed, so it is forwarded like any other name.
 func (p *Policy) Routed(name string) bool {
-	_, ok := p.names.Lookup(name)
+	_, ok := p.routed.Lookup(name)
 	return ok
 }
 

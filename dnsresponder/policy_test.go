@@ -2,6 +2,7 @@ package dnsresponder
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,13 @@ func TestPolicyAnswer(t *testing.T) {
 		{name: "question without trailing dot", qname: "registry.example.test", qtype: dns.TypeA, routed: true,
 			answer: []string{exactName + " 30 IN A " + answer4}},
 		{name: "one label too deep for the wildcard", qname: "x.a.apps.example.test.", qtype: dns.TypeA},
+		// Issue 14 item 8: none of these is one valid label below the
+		// wildcard, and each matched it.
+		{name: "empty first label under the wildcard", qname: ".apps.example.test.", qtype: dns.TypeA},
+		{name: "the wildcard itself", qname: "*.apps.example.test.", qtype: dns.TypeA},
+		{name: "300-byte label under the wildcard", qname: strings.Repeat("a", 300) + ".apps.example.test.", qtype: dns.TypeA},
+		{name: "name over 253 bytes under the wildcard", qname: strings.Repeat("a.", 120) + "x.apps.example.test.", qtype: dns.TypeA},
+		{name: "escaped dot in the first label", qname: `a\.b.apps.example.test.`, qtype: dns.TypeA},
 		{name: "wildcard apex is not covered", qname: "apps.example.test.", qtype: dns.TypeA},
 		{name: "parent of exact name", qname: "example.test.", qtype: dns.TypeA},
 		{name: "child of exact name", qname: "www.registry.example.test.", qtype: dns.TypeA},

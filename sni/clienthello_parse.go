@@ -70,7 +70,10 @@ func (hello *ClientHello) parseExtension(typ uint16, d byteString) error {
 }
 
 // parseServerName reads RFC 6066 section 3: a list of (type, name); only
-// one host_name is allowed and it may not end in a dot.
+// one host_name is allowed. A name ending in a dot, which RFC 6066 forbids
+// and crypto/tls refuses, is kept as sent: the router matches it (the
+// trailing dot is ignored, as for DNS), a splice route passes it through
+// and a bridge route refuses it with a clear reason (session.go).
 func (hello *ClientHello) parseServerName(d byteString) bool {
 	var list []byte
 	if !d.vec16(&list) || len(list) == 0 || len(d) != 0 {
@@ -86,7 +89,7 @@ func (hello *ClientHello) parseServerName(d byteString) bool {
 		if typ != sniHostName {
 			continue
 		}
-		if hello.ServerName != "" || name[len(name)-1] == '.' {
+		if hello.ServerName != "" {
 			return false
 		}
 		hello.ServerName = string(name)

@@ -165,7 +165,6 @@ func TestReadClientHelloErrors(t *testing.T) {
 		{name: "alert record mid-hello", in: append(reframe(t, buildHello(), 10)[:15], 0x15, 3, 1, 0, 2, 2, 40), want: errBadHello},
 		{name: "duplicate extension", in: buildHello(sniExt("a.example"), sniExt("b.example")), want: errBadHello, errText: "twice"},
 		{name: "two host names", in: buildHello(sniExt("a.example", "b.example")), want: errBadHello, errText: "server_name"},
-		{name: "sni trailing dot", in: buildHello(sniExt("a.example.")), want: errBadHello},
 		{name: "empty alpn name", in: buildHello(alpnExt("h2", "")), want: errBadHello},
 		{name: "too many records", in: reframe(t, buildHello(sniExt(strings.Repeat("a", MaxClientHelloRecords))), 1), want: errBadHello, errText: "records"},
 	}
@@ -347,5 +346,15 @@ func writeSeeds(t *testing.T, target string, seeds map[string][]byte) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestReadClientHelloKeepsTrailingDot: a server name ending in a dot is
+// read as sent (it was refused as malformed): the router ignores the dot,
+// and a bridge route refuses it with a reason (match.go).
+func TestReadClientHelloKeepsTrailingDot(t *testing.T) {
+	hello, _, err := ReadClientHello(bytes.NewReader(buildHello(sniExt("a.example."))), nil)
+	if err != nil || hello.ServerName != "a.example." {
+		t.Errorf("got sni %q, %v; want \"a.example.\"", hello.ServerName, err)
 	}
 }

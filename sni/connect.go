@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snigate/snigate/names"
 )
 
 // Results of the CONNECT listener, beside the TLS listener's.
@@ -181,7 +183,7 @@ func (s *Server) replyAndDrain(ss *session, resp []byte) {
 // checkTunnelSNI refuses a tunnel whose ClientHello names another host
 // than its CONNECT request (no smuggling of another name).
 func (s *Server) checkTunnelSNI(ss *session) (string, error) {
-	if ss.kind != kindConnect || CanonicalName(ss.hello.ServerName) == ss.tunnelTo {
+	if ss.kind != kindConnect || names.Canonical(ss.hello.ServerName) == ss.tunnelTo {
 		return "", nil
 	}
 	writeAlert(ss.conn, ss.hello.RecordVersion, alertAccessDenied)

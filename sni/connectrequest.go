@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/snigate/snigate/names"
 )
 
 // Bounds of what the CONNECT listener reads before it answers.
@@ -246,10 +248,10 @@ func (req *connectRequest) parseAuthority() error {
 		req.Host, req.IP = ip.String(), true
 		return nil
 	}
-	if strings.HasPrefix(host, "*") || ValidatePattern(host) != nil {
-		return badRequest("CONNECT target %q: host %q is not a DNS name", printableString(req.Target), printableString(host))
+	if err := names.CheckHost(host); err != nil {
+		return badRequest("CONNECT target %q: host %q is not a DNS name: %v", printableString(req.Target), printableString(host), err)
 	}
-	req.Host = CanonicalName(host)
+	req.Host = names.Canonical(host)
 	return nil
 }
 

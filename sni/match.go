@@ -1,96 +1,91 @@
 package sni
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/snigate/snigate/names"
 )
 
-// NameTable maps server names to values: exact names, and wildcards of the
-// form "*.example.com" that match exactly one label, as in certificates.
-// Matching is case-insensitive and ignores a trailing dot; an exact name
-// beats a wildcard. The zero value is an empty table. A NameTable is not
-// safe for concurrent mutation; build it once, then share it read-only.
-type NameTable[V any] struct {
-	exact    map[string]V
-	wildcard map[string]V // keyed by the suffix after "*.", e.g. "example.com"
-}
+// How a server name picks a route: the rules of names (exact beats a
+// one-label wildcard; case-insensitive; one trailing dot ignored), then
+// the default route. A server name that is not a valid host name matches
+// nothing, not even the default route.
 
-// CanonicalName lowercases name and strips one trailing dot.
-func CanonicalName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(name, "."))
-}
-
-// ValidatePattern reports whether pattern is an exact name or a one-label
-// wildcard ("*.example.com"), with what is wrong if not.
-func ValidatePattern(pattern string) error {
-	p := CanonicalName(pattern)
-	if p == "" {
-		return fmt.Errorf("empty name")
-	}
-	if rest, ok := strings.CutPrefix(p, "*."); ok {
-		p = rest
-	}
-	if len(p) > 253 {
-		return fmt.Errorf("name longer than 253 characters")
-	}
-	for _, label := range strings.Split(p, ".") {
-		if err := validLabel(label); err != nil {
-			return fmt.Errorf("%q: %w (a wildcard is allowed only as a whole leading label, as in \"*.example.com\")", pattern, err)
-		}
-	}
-	return nil
-}
-
-func validLabel(label string) error {
-	if label == "" {
-		return fmt.Errorf("empty label")
-	}
-	if len(label) > 63 {
-		return fmt.Errorf("label longer than 63 characters")
-	}
-	for _, c := range label {
+// addNames adds r's SNI patterns to the table, reporting invalid patterns
+// and names another route already has.
+func (t *Table) addNames(i int, r *Route) []error {
+	var errs []error
+	for _, name := range r.SNI {
+		err := t.patterns.Add(name, r)
 		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
-			return fmt.Errorf("invalid character %q", c)
+		case errors.Is(err, names.ErrDuplicate):
+			prev, _ := t.patterns.Get(name)
+			errs = append(errs, fmt.Errorf("routes[%d] %q: sni %q is already routed to %q", i, r.Name, name, prev.Name))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("routes[%d] %q: sni: %w", i, r.Name, err))
 		}
 	}
-	return nil
+	return errs
 }
 
-// Add maps pattern to v. It reports false, and changes nothing, if the
-// canonical pattern is already in the table.
-func (t *NameTable[V]) Add(pattern string, v V) bool {
-	p := CanonicalName(pattern)
-	m := &t.exact
-	if rest, ok := strings.CutPrefix(p, "*."); ok {
-		p, m = rest, &t.wildcard
+// Lookup returns the route for serverName: an exact name, else a
+// wildcard, else the default route (also for a ClientHello without SNI).
+// ok is false when none applies, and for a server name that is not a
+// valid host name (names.IsHost): such a name never reaches the default
+// route either.
+func (t *Table) Lookup(serverName string) (r *Route, ok bool) {
+	if serverName == "" {
+		return t.def, t.def != nil
 	}
-	if *m == nil {
-		*m = make(map[string]V)
+	if !names.IsHost(serverName) {
+		return nil, false
 	}
-	if _, dup := (*m)[p]; dup {
-		return false
+	if r, ok := t.patterns.Lookup(serverName); ok {
+		return r, true
 	}
-	(*m)[p] = v
-	return true
+	return t.def, t.def != nil
 }
 
-// Lookup returns the value for name: the exact entry if there is one, else
-// the wildcard covering name's first label.
-func (t *NameTable[V]) Lookup(name string) (V, bool) {
-	n := CanonicalName(name)
-	if v, ok := t.exact[n]; ok {
-		return v, true
-	}
-	if _, parent, ok := strings.Cut(n, "."); ok && parent != "" {
-		if v, ok := t.wildcard[parent]; ok {
-			return v, true
-		}
-	}
-	var zero V
-	return zero, false
+// lookupName returns the route of a routed name: exact, else wildcard;
+// never the default route.
+func (t *Table) lookupName(name string) (*Route, bool) {
+	return t.patterns.Lookup(name)
 }
 
-// Len returns the number of patterns in the table.
-func (t *NameTable[V]) Len() int { return len(t.exact) + len(t.wildcard) }
+// refuseInvalidName ends a connection whose ClientHello names a server
+// that is not a valid host name (names.IsHost): "*.reg.test", ".reg.test",
+// a 300-byte label, an IP address. No route, not even the default route,
+// is tried, so such a name never costs an upstream dial.
+func (s *Server) refuseInvalidName(ss *session) error {
+	name := ss.hello.ServerName
+	if name == "" || names.IsHost(name) {
+		return nil
+	}
+	err := fmt.Errorf("%w %q: not a valid host name: %v", ErrUnknownServerName, printableString(name), names.CheckHost(name))
+	writeAlert(ss.conn, ss.hello.RecordVersion, alertUnrecognizedName)
+	s.warnf(resultBadSNI, "the server name the client sent is not a valid DNS host name; refused before routing",
+		"listener", ss.listener, "client", ss.clientString(), "sni", printableString(name), "err", err)
+	return err
+}
+
+// refuseTrailingDot ends a bridge route's connection whose server name
+// ends in a dot ("registry.example.com."): crypto/tls, which terminates
+// the client's TLS on a bridge route, refuses such a ClientHello as
+// malformed, so it is refused here, before any upstream dial, with a
+// reason. A splice route passes it through (the name matched without its
+// dot), as the contract's "trailing dot ignored" says.
+func (s *Server) refuseTrailingDot(ss *session) error {
+	name := ss.hello.ServerName
+	if ss.route.Mode != ModeBridge || !strings.HasSuffix(name, ".") {
+		return nil
+	}
+	err := fmt.Errorf("server name %q ends in a dot, which TLS forbids (RFC 6066) and a bridge route cannot terminate", name)
+	writeAlert(ss.conn, ss.hello.RecordVersion, alertUnrecognizedName)
+	s.warnf(resultBadSNI+"/trailing-dot/"+ss.route.Name,
+		"the client sent a server name with a trailing dot to a bridge route: connect to the name without the final dot "+
+			"(https://"+strings.TrimSuffix(name, ".")+"/), or make the route splice",
+		"route", ss.route.Name, "client", ss.clientString(), "sni", name, "err", err)
+	return err
+}

@@ -129,7 +129,7 @@ var (
 		resultTLSVersion, resultNoCipher, resultNameRefused, resultMintLimit, resultDialLimit}
 	// unroutedResults end one before (route ""), on every listener.
 	unroutedResults = []string{resultNotTLS, resultPlainHTTP, resultTimeout, resultTooLarge, resultBadHello,
-		resultUnknownSNI, resultDenied, resultLimit, resultClientLimit, resultHandshakeLimit, resultProxyHeader, resultClientError, resultShutdown}
+		resultUnknownSNI, resultBadSNI, resultDenied, resultLimit, resultClientLimit, resultHandshakeLimit, resultProxyHeader, resultClientError, resultShutdown}
 	// connectResults end one on a CONNECT listener before a route was chosen.
 	connectResults = []string{resultBadRequest, resultBadMethod, resultForbidden, resultSNIMismatch}
 )
@@ -168,6 +168,7 @@ func (m *Metrics) InitRoute(route string, upstreams, listeners []string) {
 	m.bytes.WithLabelValues(route, DirectionUpstream).Add(0)
 	m.bytes.WithLabelValues(route, DirectionDownstream).Add(0)
 	m.active.WithLabelValues(route).Add(0)
+	m.dialsActive.WithLabelValues(route).Add(0)
 	m.connectSeconds.WithLabelValues(route)
 	m.durationSecs.WithLabelValues(route)
 	for _, u := range upstreams {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snigate/snigate/names"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -138,9 +139,9 @@ func orDefault(n, def int) int {
 // Table maps server names to routes. Build it with NewTable; it is
 // immutable and safe for concurrent use.
 type Table struct {
-	names  NameTable[*Route]
-	def    *Route
-	routes []*Route
+	patterns names.Table[*Route]
+	def      *Route
+	routes   []*Route
 }
 
 // NewTable validates routes and builds the table. defaultRoute names the
@@ -183,20 +184,6 @@ func routeName(r *Route) string {
 	return r.Name
 }
 
-func (t *Table) addNames(i int, r *Route) []error {
-	var errs []error
-	for _, name := range r.SNI {
-		if err := ValidatePattern(name); err != nil {
-			errs = append(errs, fmt.Errorf("routes[%d] %q: sni: %w", i, r.Name, err))
-			continue
-		}
-		if prev, _ := t.names.Lookup(name); !t.names.Add(name, r) {
-			errs = append(errs, fmt.Errorf("routes[%d] %q: sni %q is already routed to %q", i, r.Name, name, prev.Name))
-		}
-	}
-	return errs
-}
-
 // validateRoute checks one route's fields on their own.
 func validateRoute(r *Route) error {
 	switch {
@@ -236,26 +223,6 @@ func validateBridge(r *Route) error {
 		return errors.New("proxy_protocol applies to splice routes only")
 	}
 	return nil
-}
-
-// Lookup returns the route for serverName: an exact name, else a wildcard,
-// else the default route. ok is false when none applies.
-func (t *Table) Lookup(serverName string) (r *Route, ok bool) {
-	if serverName != "" {
-		if r, ok := t.names.Lookup(serverName); ok {
-			return r, true
-		}
-	}
-	return t.def, t.def != nil
-}
-
-// lookupName returns the route of a routed name: exact, else wildcard;
-// never the default route.
-func (t *Table) lookupName(name string) (*Route, bool) {
-	if name == "" {
-		return nil, false
-	}
-	return t.names.Lookup(name)
 }
 
 // Routes returns the table's routes in configuration order. The slice

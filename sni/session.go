@@ -25,6 +25,7 @@ const (
 	resultTooLarge      = "too_large"
 	resultBadHello      = "bad_hello"
 	resultUnknownSNI    = "unknown_sni"
+	resultBadSNI        = "bad_sni"
 	resultNoUpstream    = "no_upstream"
 	resultUpstreamError = "upstream_error"
 	resultDenied        = "denied"
@@ -339,6 +340,9 @@ func (s *Server) forward(ss *session) (string, error) {
 	if table == nil {
 		table = s.routes.Load()
 	}
+	if err := s.refuseInvalidName(ss); err != nil {
+		return resultBadSNI, err
+	}
 	r, ok := table.Lookup(ss.hello.ServerName)
 	if !ok {
 		writeAlert(ss.conn, ss.hello.RecordVersion, alertUnrecognizedName)
@@ -347,6 +351,9 @@ func (s *Server) forward(ss *session) (string, error) {
 		return resultUnknownSNI, fmt.Errorf("%w %q", ErrUnknownServerName, ss.hello.ServerName)
 	}
 	ss.route, ss.rm = r, s.m.forRoute(r)
+	if err := s.refuseTrailingDot(ss); err != nil {
+		return resultBadSNI, err
+	}
 	ss.rm.activeInc()
 	if r.Mode != ModeBridge {
 		res, err := s.splice(ss)

@@ -144,7 +144,7 @@ func (b *CABundle) failed(err error) {
 }
 
 func (b *CABundle) error(err error) error {
-	return fmt.Errorf("certs: route %q %s: %w", b.cfg.Route, b.cfg.Role, err)
+	return &FileError{Route: b.cfg.Route, Role: b.cfg.Role, Field: FieldCert, Err: err}
 }
 
 // readBundle reads and parses a PEM bundle of certificates.

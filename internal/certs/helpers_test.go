@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,7 +34,11 @@ const testPollInterval = 20 * time.Millisecond
 // valid for serial days, and its PKCS#8 key, both PEM.
 func testPair(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
 	t.Helper()
+	// serverAuth and clientAuth: the pairs serve as serving and as client
+	// certificates (NewKeyPair refuses a client certificate without
+	// clientAuth).
 	l, err := pki.SelfSigned(pki.Serial(serial), pki.CommonName(fmt.Sprintf("pair %d", serial)), pki.SANs("test.example"),
+		pki.ExtKeyUsage(x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth),
 		pki.Validity(time.Now().Add(-time.Hour), time.Now().Add(time.Duration(serial)*24*time.Hour)))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snigate/snigate/names"
 )
 
 // File names InitCA writes in its directory.
@@ -76,11 +78,11 @@ func InitCA(cfg InitCAConfig) error {
 func constraintNames(in []string) ([]string, error) {
 	var out []string
 	for _, raw := range in {
-		n := canonicalName(strings.TrimSpace(raw))
-		if strings.HasPrefix(n, "*.") {
-			return nil, fmt.Errorf("ca init --name %q: give the name without \"*.\" (%s covers its one-label wildcards)", raw, n[2:])
+		n := names.Canonical(strings.TrimSpace(raw))
+		if base, wild := names.WildcardBase(n); wild {
+			return nil, fmt.Errorf("ca init --name %q: give the name without \"*.\" (%s covers its one-label wildcards)", raw, base)
 		}
-		if err := checkName(n); err != nil {
+		if err := names.CheckHost(n); err != nil {
 			return nil, fmt.Errorf("ca init --name %q: %w", raw, err)
 		}
 		if !slices.Contains(out, n) {

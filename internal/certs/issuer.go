@@ -12,6 +12,8 @@ import (
 	"math/big"
 	"strings"
 	"time"
+
+	"github.com/snigate/snigate/names"
 )
 
 // leafBackdate is how far before "now" a minted leaf's NotBefore is set, so
@@ -48,10 +50,10 @@ func newIssuer(pair *tls.Certificate, file string, now time.Time) (*issuer, erro
 		permitted: canonicalNames(c.PermittedDNSDomains), excluded: canonicalNames(c.ExcludedDNSDomains)}, nil
 }
 
-func canonicalNames(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = canonicalName(n)
+func canonicalNames(in []string) []string {
+	out := make([]string, len(in))
+	for i, n := range in {
+		out[i] = names.Canonical(n)
 	}
 	return out
 }
@@ -71,33 +73,74 @@ func (is *issuer) permits(name string) error {
 		return nil
 	}
 	for _, p := range is.permitted {
-		if base, below := strings.CutPrefix(p, "."); below {
-			if oneLabelBelow(name, base) {
-				return nil
-			}
-		} else if name == p || oneLabelBelow(name, p) {
+		base, below := strings.CutPrefix(p, ".")
+		if names.Match("*."+base, name) || !below && name == p {
 			return nil
 		}
 	}
 	return is.refuse(name, "")
 }
 
+// permitsAll checks that every name a route routes can be minted: each
+// exact name, and for a wildcard "*.base" every name one label below
+// base (permitsPattern). It reports the first that cannot, at its index.
+func (is *issuer) permitsAll(patterns []string) *FileError {
+	for i, p := range patterns {
+		if err := is.permitsPattern(names.Canonical(p)); err != nil {
+			return &FileError{Role: RoleServeCA, Field: FieldNames, Index: i, Err: err}
+		}
+	}
+	return nil
+}
+
+// permitsPattern is permits for a route pattern: a wildcard "*.base" is
+// permitted when every name one label below base is, which under the
+// strict reading of permits means base (or ".base") is a permitted name,
+// and no excluded name covers base.
+func (is *issuer) permitsPattern(pattern string) error {
+	base, wild := names.WildcardBase(pattern)
+	if !wild {
+		return is.permits(pattern)
+	}
+	for _, e := range is.excluded {
+		if withinSuffix(base, strings.TrimPrefix(e, ".")) {
+			return &nameError{name: pattern, base: base, ca: is.file, why: fmt.Sprintf("the CA excludes %s", e)}
+		}
+	}
+	if len(is.permitted) == 0 {
+		return nil
+	}
+	for _, p := range is.permitted {
+		if strings.TrimPrefix(p, ".") == base {
+			return nil
+		}
+	}
+	return &nameError{name: pattern, base: base, ca: is.file, permitted: is.permitted}
+}
+
 func (is *issuer) refuse(name, why string) error {
 	return &nameError{name: name, ca: is.file, permitted: is.permitted, why: why}
 }
 
-// nameError is a refusal to mint for a name outside the CA's constraints.
+// nameError is a refusal to mint for a name, or a route pattern, outside
+// the CA's constraints.
 type nameError struct {
 	name, ca, why string
+	base          string // a wildcard pattern's base ("" for a name)
 	permitted     []string
 }
 
 func (e *nameError) Error() string {
 	if e.why != "" {
-		return fmt.Sprintf("certs: CA %s: %s; name %s is outside it", e.ca, e.why, e.name)
+		return fmt.Sprintf("CA %s: %s; name %s is outside it", e.ca, e.why, e.name)
 	}
-	return fmt.Sprintf("certs: CA %s is constrained to [%s] (each name and exactly one label below it); "+
-		"name %s is outside them; add it with snigate ca init --name %s", e.ca, strings.Join(e.permitted, " "), e.name, e.name)
+	add := e.name
+	if e.base != "" {
+		add = e.base // "--name base" covers "*.base"
+	}
+	return fmt.Sprintf("CA %s is constrained to [%s] (each name and exactly one label below it); "+
+		"name %s is outside them; add it with snigate ca init --name %s (and give nodes the new ca.crt)",
+		e.ca, strings.Join(e.permitted, " "), e.name, add)
 }
 
 func (e *nameError) Is(target error) bool { return target == ErrNameNotPermitted }

@@ -35,6 +35,10 @@ type KeyPairConfig struct {
 	KeyFile  string // PEM private key; required
 	Route    string // label for metrics and logs
 	Role     string // RoleServe, RoleClient or RoleServeCA; required
+	// Names, role RoleServe only: the route's SNI names and patterns,
+	// every one of which the certificate must cover (its DNS SANs, as
+	// crypto/x509's VerifyHostname reads them). Empty: not checked.
+	Names []string
 
 	Logger  *slog.Logger // nil: slog.Default()
 	Metrics *Metrics     // nil: no metrics
@@ -64,7 +68,10 @@ type KeyPair struct {
 }
 
 // NewKeyPair loads the pair once; it fails if the files cannot be read, are
-// not PEM, or do not match. Call Run to follow changes.
+// not PEM, or do not match, and for a certificate its role cannot use: a
+// serving certificate that does not cover Names, a client certificate
+// whose extended key usage excludes clientAuth. The error is a
+// *FileError. Call Run to follow changes.
 func NewKeyPair(cfg KeyPairConfig) (*KeyPair, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -81,8 +88,11 @@ func NewKeyPair(cfg KeyPairConfig) (*KeyPair, error) {
 	if err != nil {
 		return nil, k.loadError(err)
 	}
-	k.sentinel.Store(s)
 	c := current(s)
+	if err := k.checkUse(c); err != nil {
+		return nil, &FileError{Route: cfg.Route, Role: cfg.Role, Field: FieldCert, Err: err}
+	}
+	k.sentinel.Store(s)
 	k.seen.Store(c)
 	cfg.Metrics.setExpiry(cfg.Route, cfg.Role, c.Leaf.NotAfter)
 	return k, nil
@@ -151,6 +161,10 @@ func (k *KeyPair) reloaded(c *tls.Certificate) {
 	k.log.Info("certificate reloaded", "route", k.cfg.Route, "role", k.cfg.Role,
 		"cert", k.cfg.CertFile, "subject", c.Leaf.Subject.String(),
 		"serial", serialHex(c.Leaf), "not_after", c.Leaf.NotAfter.UTC())
+	if err := k.checkUse(c); err != nil {
+		k.log.Warn("the reloaded certificate is in use but handshakes will fail", "route", k.cfg.Route,
+			"role", k.cfg.Role, "err", err)
+	}
 	if k.cfg.OnReloadFunc != nil {
 		k.cfg.OnReloadFunc(c, nil)
 	}
@@ -173,8 +187,33 @@ func (k *KeyPair) loadError(err error) error {
 	for errors.Unwrap(err) != nil && strings.HasPrefix(err.Error(), "unable to load") {
 		err = errors.Unwrap(err)
 	}
-	return fmt.Errorf("certs: route %q %s: load certificate %s with key %s: %w%s",
-		k.cfg.Route, k.cfg.Role, k.cfg.CertFile, k.cfg.KeyFile, err, hint(err))
+	return &FileError{Route: k.cfg.Route, Role: k.cfg.Role, Field: FieldCert,
+		Err: fmt.Errorf("load certificate %s with key %s: %w%s", k.cfg.CertFile, k.cfg.KeyFile, err, hint(err))}
+}
+
+// checkUse refuses a certificate its role cannot use (usage.go).
+func (k *KeyPair) checkUse(c *tls.Certificate) error {
+	switch k.cfg.Role {
+	case RoleServe:
+		if missing := uncovered(c.Leaf, k.cfg.Names); len(missing) > 0 {
+			return coverError(k.cfg.CertFile, c.Leaf, missing)
+		}
+	case RoleClient:
+		return clientAuthError(k.cfg.CertFile, chain(c))
+	}
+	return nil
+}
+
+// chain is the parsed certificates of c: the leaf, then the intermediates
+// of its file that parse.
+func chain(c *tls.Certificate) []*x509.Certificate {
+	out := []*x509.Certificate{c.Leaf}
+	for _, der := range c.Certificate[1:] {
+		if ic, err := x509.ParseCertificate(der); err == nil {
+			out = append(out, ic)
+		}
+	}
+	return out
 }
 
 // watchError describes why certinel's Start returned: most often a failed

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/snigate/snigate/names"
 )
 
 // Defaults of MinterConfig.
@@ -104,7 +106,9 @@ type mintCall struct {
 }
 
 // NewMinter loads and checks the CA (a CA certificate, able to sign, not
-// expired). Call Run to watch it and to renew leaves in the background.
+// expired, whose name constraints permit every one of Names, so that each
+// name the route routes can be minted). The error is a *FileError. Call Run
+// to watch the CA and to renew leaves in the background.
 func NewMinter(cfg MinterConfig) (*Minter, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -124,7 +128,11 @@ func NewMinter(cfg MinterConfig) (*Minter, error) {
 	}
 	iss, err := newIssuer(kp.certificate(), cfg.CACertFile, cfg.Now())
 	if err != nil {
-		return nil, fmt.Errorf("certs: route %q serve.ca_cert: %w", cfg.Route, err)
+		return nil, &FileError{Route: cfg.Route, Role: RoleServeCA, Field: FieldCert, Err: err}
+	}
+	if err := iss.permitsAll(cfg.Names); err != nil {
+		err.Route = cfg.Route
+		return nil, err
 	}
 	m.caPair = kp
 	m.ca.Store(iss)
@@ -216,7 +224,7 @@ func (m *Minter) admit(hello *tls.ClientHelloInfo) (string, *issuer, error) {
 		m.cfg.Metrics.minted(m.cfg.Route, "refused")
 		return "", nil, ErrNoServerName
 	}
-	name := canonicalName(hello.ServerName)
+	name := names.Canonical(hello.ServerName)
 	iss := m.ca.Load()
 	if err := m.check(name, iss); err != nil {
 		m.cfg.Metrics.minted(m.cfg.Route, "refused")
@@ -226,22 +234,23 @@ func (m *Minter) admit(hello *tls.ClientHelloInfo) (string, *issuer, error) {
 }
 
 func (m *Minter) check(name string, iss *issuer) error {
-	if err := checkName(name); err != nil {
-		return fmt.Errorf("certs: cannot mint a certificate for server name: %w", err)
+	if err := names.CheckHost(name); err != nil {
+		return fmt.Errorf("certs: cannot mint a certificate for server name %q: %w", name, err)
 	}
 	if len(m.cfg.Names) > 0 && !matchesAny(name, m.cfg.Names) {
 		return fmt.Errorf("certs: route %q mints only for [%s]; not for %s",
 			m.cfg.Route, strings.Join(m.cfg.Names, " "), name)
 	}
-	return iss.permits(name)
+	if err := iss.permits(name); err != nil {
+		return fmt.Errorf("certs: cannot mint a certificate for %s: %w", name, err)
+	}
+	return nil
 }
 
-// matchesAny reports whether name equals a pattern or matches a one-label
-// wildcard "*.base".
+// matchesAny reports whether name matches one of patterns (names.Match).
 func matchesAny(name string, patterns []string) bool {
 	for _, p := range patterns {
-		p = canonicalName(p)
-		if base, ok := strings.CutPrefix(p, "*."); ok && oneLabelBelow(name, base) || name == p {
+		if names.Match(p, name) {
 			return true
 		}
 	}

@@ -76,6 +76,10 @@ func (m *Minter) caReloaded(c *tls.Certificate, err error) {
 			"route", m.cfg.Route, "err", err)
 		return
 	}
+	if err := iss.permitsAll(m.cfg.Names); err != nil {
+		m.log.Warn("the changed CA's name constraints leave out a route name; handshakes for it will fail",
+			"route", m.cfg.Route, "err", err.Err)
+	}
 	m.ca.Store(iss)
 	m.mu.Lock()
 	dropped := m.leaves.len()

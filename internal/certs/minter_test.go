@@ -89,7 +89,8 @@ func TestMinterNameConstraints(t *testing.T) {
 		{"suffix without a dot", constrained, "xregistry.example.com", "", ErrNameNotPermitted, "outside"},
 		{"no SNI", constrained, "", "", ErrNoServerName, "no server name"},
 		{"IP address", open, "192.0.2.1", "", nil, "IP address"},
-		{"bad label", open, "a_b.-x.test", "", nil, "hyphen"},
+		{"bad label", open, "a.-x.test", "", nil, "hyphen"},
+		{"underscore", open, "a_b.test", "", nil, "'_'"},
 		{"unconstrained CA, any name", open, "anything.example.org", "anything.example.org", nil, ""},
 	}
 	for _, tt := range tests {

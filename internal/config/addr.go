@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // addrRule says what an address must look like.
@@ -74,7 +74,7 @@ func validHost(h string) bool {
 	if _, err := netip.ParseAddr(h); err == nil {
 		return true
 	}
-	return !strings.HasPrefix(h, "*") && sni.ValidatePattern(h) == nil
+	return names.IsHost(h)
 }
 
 // forwardAddr validates a dns.forward entry, host or host:port, and returns

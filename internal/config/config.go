@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/netip"
 	"time"
 )
@@ -81,6 +82,22 @@ type Config struct {
 	// CONNECT), the connections still sending their ClientHello (or
 	// CONNECT request); from 1 to MaxConnections.
 	MaxHandshakes int
+
+	lines map[string]int // line of each key in the file (ErrorAt)
+}
+
+// ErrorAt returns the error for a problem with the value at key (a dotted
+// path such as "routes[0].serve.cert") that was found after parsing: by
+// the builders that `snigate run` and `snigate check` share, when they
+// load the files the configuration names. It carries the line of key in
+// the file, else of the nearest key holding it (a default has no line of
+// its own), else 0.
+func (c *Config) ErrorAt(key, format string, args ...any) *Error {
+	line := 0
+	for k := key; k != "" && line == 0; k = parentKey(k) {
+		line = c.lines[k]
+	}
+	return &Error{File: c.File, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Listen is the listen: section. An empty address means "do not listen".
@@ -106,7 +123,7 @@ type DNS struct {
 	Answer  []netip.Addr  // addresses for routed names; empty only when the section is absent
 	TTL     time.Duration // at least 1s
 	Forward []string      // resolvers for other names, host:port; empty: answer REFUSED
-	Names   []string      // extra names to answer for, canonical (sni.CanonicalName)
+	Names   []string      // extra names to answer for, canonical (names.Canonical)
 }
 
 // Route is one entry of routes:.
@@ -114,6 +131,7 @@ type Route struct {
 	Name          string   // unique among routes
 	Line          int      // line of the route in the file, for later messages
 	SNI           []string // canonical names and "*." patterns; unique across all routes
+	SNIKeys       []string // the key of each SNI name in the file ("routes[0].sni[2]"), for ErrorAt
 	Mode          string   // ModeBridge or ModeSplice
 	Upstreams     []string // host:port, at least one, no duplicates
 	Balance       string   // BalanceRoundRobin or BalanceLeastConn

@@ -2,11 +2,9 @@ package config
 
 import (
 	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // dns parses the dns: section, required when listen.dns is set.
@@ -27,7 +25,7 @@ func (p *parser) dns(top, listen fields) DNS {
 			d.Forward = append(d.Forward, a)
 		}
 	}
-	d.Names, _ = p.names(f, "names", `["mirror.example.com"]`)
+	d.Names, _ = p.patterns(f, "names", `["mirror.example.com"]`)
 	return d
 }
 
@@ -57,9 +55,9 @@ func (p *parser) ttl(f fields) time.Duration {
 	return d
 }
 
-// names returns the list name of server names or "*." patterns in
-// canonical form, with the list item of each.
-func (p *parser) names(f fields, name, example string) ([]string, []item) {
+// patterns returns the list name of server names or "*." patterns
+// (names.CheckPattern) in canonical form, with the list item of each.
+func (p *parser) patterns(f fields, name, example string) ([]string, []item) {
 	const want = `a name such as "registry.example.com" or "*.example.com"`
 	var out []string
 	var items []item
@@ -69,12 +67,11 @@ func (p *parser) names(f fields, name, example string) ([]string, []item) {
 		if !ok {
 			continue
 		}
-		if err := sni.ValidatePattern(s); err != nil {
-			why := strings.TrimPrefix(err.Error(), strconv.Quote(s)+": ")
-			p.errorf(it.node.Line, it.key, "want %s, got %q: %s", want, s, why)
+		if err := names.CheckPattern(s); err != nil {
+			p.errorf(it.node.Line, it.key, "want %s, got %q: %v", want, s, err)
 			continue
 		}
-		c := sni.CanonicalName(s)
+		c := names.Canonical(s)
 		if seen.check(p, it, c) {
 			out, items = append(out, c), append(items, it)
 		}

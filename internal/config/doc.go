@@ -33,7 +33,8 @@
 // Parse does the same for bytes already read; its file argument names the
 // file in messages and anchors relative file names.
 //
-// The package imports no other snigate package but sni, whose name rules
-// (sni.ValidatePattern, sni.CanonicalName) it applies to SNI names; the
-// packages that do the work never import it.
+// Server names follow the one set of rules in package names
+// (names.CheckPattern, names.CheckHost, names.Canonical), which every other
+// part of snigate applies too; the packages that do the work never import
+// config.
 package config

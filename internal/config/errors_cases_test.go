@@ -166,7 +166,7 @@ max_connections: 0
 		`snigate.yaml:11: dns.forward[0]: want host or host:port such as "10.96.0.10:53", got "10.0.0.1:99999" (the port must be a number from 1 to 65535)`,
 		`snigate.yaml:11: dns.forward[1]: want host or host:port such as "10.96.0.10:53", got "a b" (invalid host)`,
 		`snigate.yaml:11: dns.forward[3]: "10.0.0.1:53" is listed twice (first at line 11)`,
-		`snigate.yaml:12: dns.names[0]: want a name such as "registry.example.com" or "*.example.com", got "*.*.example.com": invalid character '*' (a wildcard is allowed only as a whole leading label, as in "*.example.com")`,
+		`snigate.yaml:12: dns.names[0]: want a name such as "registry.example.com" or "*.example.com", got "*.*.example.com": after "*.": label "*" has '*'; a wildcard is allowed only as the whole first label of a route name, as in "*.example.com"`,
 		`snigate.yaml:12: dns.names[2]: "ok.example.com" is listed twice (first at line 12)`,
 	}},
 
@@ -231,10 +231,26 @@ routes:
     mode: splice
     upstreams: ["10.0.0.1:443"]
 `, want: []string{
-		`snigate.yaml:5: routes[0].sni[0]: want a name such as "registry.example.com" or "*.example.com", got "*.*.example.com": invalid character '*' (a wildcard is allowed only as a whole leading label, as in "*.example.com")`,
-		`snigate.yaml:5: routes[0].sni[1]: want a name such as "registry.example.com" or "*.example.com", got "a b": invalid character ' ' (a wildcard is allowed only as a whole leading label, as in "*.example.com")`,
+		`snigate.yaml:5: routes[0].sni[0]: want a name such as "registry.example.com" or "*.example.com", got "*.*.example.com": after "*.": label "*" has '*'; a wildcard is allowed only as the whole first label of a route name, as in "*.example.com"`,
+		`snigate.yaml:5: routes[0].sni[1]: want a name such as "registry.example.com" or "*.example.com", got "a b": label "a b" has ' '; want letters, digits and '-'`,
 		`snigate.yaml:5: routes[0].sni[2]: want a name such as "registry.example.com" or "*.example.com", got "": empty name`,
 		`snigate.yaml:5: routes[0].sni[4]: "a.example.com" is listed twice (first at line 5)`,
+	}},
+	// Issue 13 item 2: these passed as SNI names, and the minter (and every
+	// TLS client) then refused them.
+	{name: "sni names the minter would refuse", yaml: `listen:
+  tls: [":443"]
+routes:
+  - name: r
+    sni: ["-reg.example.com", "1.2.3.4", "reg_1.example.com", "*.reg.example.com.", "10.1", "bücher.test"]
+    mode: splice
+    upstreams: ["10.0.0.1:443"]
+`, want: []string{
+		`snigate.yaml:5: routes[0].sni[0]: want a name such as "registry.example.com" or "*.example.com", got "-reg.example.com": label "-reg" starts or ends with a hyphen`,
+		`snigate.yaml:5: routes[0].sni[1]: want a name such as "registry.example.com" or "*.example.com", got "1.2.3.4": an IP address; want a DNS name (a TLS server name or certificate name is never an address)`,
+		`snigate.yaml:5: routes[0].sni[2]: want a name such as "registry.example.com" or "*.example.com", got "reg_1.example.com": label "reg_1" has '_'; want letters, digits and '-' (host names and certificate names have no underscore)`,
+		`snigate.yaml:5: routes[0].sni[4]: want a name such as "registry.example.com" or "*.example.com", got "10.1": last label "1" is all digits, which reads as an IP address; want a DNS name`,
+		`snigate.yaml:5: routes[0].sni[5]: want a name such as "registry.example.com" or "*.example.com", got "bücher.test": label "bücher" is not ASCII; write an international name in its xn-- (punycode) form`,
 	}},
 	{name: "duplicate route name and SNI", yaml: minimalSplice + `  - name: r
     sni: [b.example.com, A.Example.COM.]
@@ -390,7 +406,7 @@ routes:
     upstream_tls: {server_name: "*.example.com"}
 `), want: []string{
 		`snigate.yaml:8: routes[0].serve.ca_cert: serve.crt is not a CA certificate (basic constraints CA:TRUE missing); create one with "snigate ca init", or use cert and key`,
-		`snigate.yaml:9: routes[0].upstream_tls.server_name: want a host name such as "registry.example.com", got "*.example.com"`,
+		`snigate.yaml:9: routes[0].upstream_tls.server_name: want a host name such as "registry.example.com" or an IP address, got "*.example.com": label "*" has '*'; a wildcard is allowed only as the whole first label of a route name, as in "*.example.com"`,
 	}},
 	{name: "expired certificates", yaml: bridgeWith(`    serve: {cert: expired.crt, key: expired.key}
     upstream_tls: {ca: expired.crt}

@@ -43,3 +43,39 @@ func TestErrorListWorksWithErrorsAs(t *testing.T) {
 		t.Errorf("first error = %+v, want snigate.yaml line 2 key routes", first)
 	}
 }
+
+// TestErrorAt: a problem found after parsing (by the builders run and check
+// share) is reported at the line of its key, else of the nearest key
+// holding it.
+func TestErrorAt(t *testing.T) {
+	yaml := `listen:
+  tls: [":443"]
+routes:
+  - name: r
+    sni:
+      - a.example.com
+      - c.example.com
+      - b.example.com
+    mode: splice
+    upstreams: ["10.0.0.1:443"]
+`
+	c, err := Parse("snigate.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, key, want string
+	}{
+		{name: "a list item", key: c.Routes[0].SNIKeys[2], want: "snigate.yaml:8: routes[0].sni[2]: x"},
+		{name: "a key", key: "routes[0].mode", want: "snigate.yaml:9: routes[0].mode: x"},
+		{name: "a default: the line of the nearest key holding it", key: "routes[0].health.timeout", want: "snigate.yaml:4: routes[0].health.timeout: x"},
+		{name: "nothing holds it", key: "nowhere", want: "snigate.yaml: nowhere: x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.ErrorAt(tt.key, "x").Error(); got != tt.want {
+				t.Errorf("ErrorAt(%q) = %q, want %q", tt.key, got, tt.want)
+			}
+		})
+	}
+}

@@ -19,6 +19,16 @@ type parser struct {
 
 	errKeys   map[string]bool // keys with an error
 	errWithin map[string]bool // keys with an error, and every key holding one
+
+	lines map[string]int // line of every key and list item seen, for Config.ErrorAt
+}
+
+// seen records the line of key, for errors found after parsing.
+func (p *parser) seen(key string, line int) {
+	if p.lines == nil {
+		p.lines = map[string]int{}
+	}
+	p.lines[key] = line
 }
 
 // errorf records an error at line for the dotted key path key.
@@ -126,6 +136,7 @@ func (p *parser) field(f *fields, k, v *yaml.Node, allowed []string) {
 		return
 	}
 	f.keys[name] = k
+	p.seen(f.key(name), k.Line)
 	if !isNull(v) {
 		f.vals[name] = v
 	}

@@ -95,6 +95,7 @@ func (p *parser) parse(data []byte) *Config {
 	c.DNS = p.dns(top, listen)
 	c.Routes = p.routes(top)
 	c.DefaultRoute = p.defaultRoute(top, c.Routes)
+	c.lines = p.lines
 	return c
 }
 

@@ -136,6 +136,7 @@ func TestParseFullExample(t *testing.T) {
 		Routes: []Route{{
 			Name: "registry", Line: 26,
 			SNI:       []string{"registry.example.com", "*.registry.example.com"},
+			SNIKeys:   []string{"routes[0].sni[0]", "routes[0].sni[1]"},
 			Mode:      ModeBridge,
 			Upstreams: []string{"10.1.0.10:443", "registry-2.internal:443"},
 			Balance:   BalanceLeastConn,
@@ -146,13 +147,13 @@ func TestParseFullExample(t *testing.T) {
 			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient,
 		}, {
 			Name: "git", Line: 48,
-			SNI: []string{"git.example.com"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
+			SNI: []string{"git.example.com"}, SNIKeys: []string{"routes[1].sni[0]"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
 			Balance: BalanceRoundRobin, ProxyProtocol: ProxyProtocolV2,
 			Health: Health{Check: CheckTCP, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
 		}, {
 			Name: "minted", Line: 53,
-			SNI: []string{"minted.example.com"}, Mode: ModeBridge, Upstreams: []string{"10.3.0.1:443"},
+			SNI: []string{"minted.example.com"}, SNIKeys: []string{"routes[2].sni[0]"}, Mode: ModeBridge, Upstreams: []string{"10.3.0.1:443"},
 			Balance: BalanceRoundRobin,
 			Health: Health{Check: CheckTLS, Path: DefaultHealthPath, ExpectStatus: DefaultExpectStatus(), Interval: DefaultHealthInterval, Timeout: DefaultHealthTimeout,
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
@@ -161,6 +162,7 @@ func TestParseFullExample(t *testing.T) {
 			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient,
 		}},
 	}
+	want.lines = c.lines // the positions ErrorAt reads; TestErrorAt checks them
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Parse:\n got %+v\nwant %+v", c, want)
 	}
@@ -305,5 +307,26 @@ func TestParseDialBounds(t *testing.T) {
 				t.Errorf("MaxDials %d, MaxDialsPerClient %d; want %d, %d", r.MaxDials, r.MaxDialsPerClient, tc.perRoute, tc.perClient)
 			}
 		})
+	}
+}
+
+// TestSNINamesCanonical: route names with capitals and a trailing dot are
+// accepted and stored canonical (the contract: case-insensitive, trailing
+// dot ignored).
+func TestSNINamesCanonical(t *testing.T) {
+	yaml := `listen:
+  tls: [":443"]
+routes:
+  - name: r
+    sni: ["Registry.Example.COM.", "*.Mirror.Example.com."]
+    mode: splice
+    upstreams: ["10.0.0.1:443"]
+`
+	c, err := Parse("snigate.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"registry.example.com", "*.mirror.example.com"}; !slices.Equal(c.Routes[0].SNI, want) {
+		t.Errorf("SNI = %q, want %q", c.Routes[0].SNI, want)
 	}
 }

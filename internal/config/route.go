@@ -46,7 +46,7 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	var refs routeRefs
 	r.Name = p.routeName(f)
 	refs.name = item{key: f.key("name"), node: f.get("name")}
-	r.SNI, refs.sni = p.names(f, "sni", `["registry.example.com", "*.registry.example.com"]`)
+	r.SNI, refs.sni = p.patterns(f, "sni", `["registry.example.com", "*.registry.example.com"]`)
 	p.require(f, "sni", len(r.SNI) > 0, `one or more names such as ["registry.example.com"]`)
 	r.Mode = p.enumAt(f, "mode", "", ModeBridge, ModeSplice)
 	p.require(f, "mode", r.Mode != "", "bridge or splice")
@@ -137,7 +137,8 @@ func (p *parser) uniqueRouteName(r Route, at item, names map[string]int) {
 	names[r.Name] = at.node.Line
 }
 
-// uniqueSNI reports, and drops from r, SNI names another route already has.
+// uniqueSNI reports, and drops from r, SNI names another route already
+// has, and records the key of each name kept.
 func (p *parser) uniqueSNI(r *Route, at []item, routed map[string]string) {
 	kept := r.SNI[:0]
 	for i, name := range r.SNI {
@@ -147,6 +148,7 @@ func (p *parser) uniqueSNI(r *Route, at []item, routed map[string]string) {
 		}
 		routed[name] = fmt.Sprintf("route %q (line %d)", r.Name, at[i].node.Line)
 		kept = append(kept, name)
+		r.SNIKeys = append(r.SNIKeys, at[i].key)
 	}
 	r.SNI = kept
 }

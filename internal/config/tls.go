@@ -2,9 +2,8 @@ package config
 
 import (
 	"net/netip"
-	"strings"
 
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 // serve parses a bridge route's serve: section: exactly one of cert+key
@@ -79,7 +78,8 @@ func (p *parser) upstreamTLS(route fields, mode string) UpstreamTLS {
 	return u
 }
 
-// serverName returns upstream_tls.server_name: a host name or IP address.
+// serverName returns upstream_tls.server_name: a host name
+// (names.CheckHost) in canonical form, or an IP address.
 func (p *parser) serverName(f fields) string {
 	const want = `a host name such as "registry.example.com"`
 	s := p.stringAt(f, "server_name", want)
@@ -89,9 +89,9 @@ func (p *parser) serverName(f fields) string {
 	if _, err := netip.ParseAddr(s); err == nil {
 		return s
 	}
-	if strings.HasPrefix(s, "*") || sni.ValidatePattern(s) != nil {
-		p.errorf(f.keyLine("server_name"), f.key("server_name"), "want %s, got %q", want, s)
+	if err := names.CheckHost(s); err != nil {
+		p.errorf(f.keyLine("server_name"), f.key("server_name"), "want %s or an IP address, got %q: %v", want, s, err)
 		return ""
 	}
-	return sni.CanonicalName(s)
+	return names.Canonical(s)
 }

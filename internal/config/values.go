@@ -161,6 +161,7 @@ func (p *parser) listAt(f fields, name, example string) []item {
 	for i, c := range n.Content {
 		c = resolve(c)
 		items = append(items, item{node: c, key: fmt.Sprintf("%s[%d]", key, i)})
+		p.seen(items[i].key, c.Line)
 	}
 	return items
 }

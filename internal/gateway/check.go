@@ -11,7 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/names"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -20,12 +23,17 @@ import (
 var ErrProbeFailed = errors.New("some upstreams failed the probe")
 
 // Check validates the configuration file (what `snigate check` does) and
-// writes a summary to w. With probe it also dials every upstream of every
-// route and writes a table of the results. A configuration error is a
-// config.ErrorList.
+// writes a summary to w: it parses the file, then builds everything `run`
+// builds from it (checkBuild), so that a file check accepts is a file run
+// starts with. With probe it also dials every upstream of every route and
+// writes a table of the results. A configuration error, including a file
+// the builders refuse, is a config.ErrorList.
 func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	cfg, err := config.Load(path)
 	if err != nil {
+		return err
+	}
+	if err := checkBuild(cfg); err != nil {
 		return err
 	}
 	n := 0
@@ -45,6 +53,17 @@ func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	return probeAll(ctx, cfg, w)
 }
 
+// checkBuild builds from cfg what `run` builds before it opens a listener
+// (Gateway.assemble: the route table, the pools, the certificate key pairs,
+// minters and CA bundles, the DNS handler, the SNI and admin servers),
+// with metrics on a throwaway registry and a discarding logger. It opens
+// no socket and starts no worker; what it built is dropped.
+func checkBuild(cfg *config.Config) error {
+	discard := slog.New(slog.DiscardHandler)
+	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry()}
+	return g.assemble(cfg)
+}
+
 type probeRow struct {
 	route string
 	res   upstream.ProbeResult
@@ -54,7 +73,10 @@ func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	var rows []probeRow
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	routed := routedTable(cfg)
+	routed, err := routedTable(cfg)
+	if err != nil {
+		return err
+	}
 	for _, rc := range cfg.Routes {
 		pc, err := probeConfig(cfg, &rc)
 		if err != nil {
@@ -91,12 +113,16 @@ func sortRows(cfg *config.Config, rows []probeRow) {
 	}
 }
 
-func routedTable(cfg *config.Config) *sni.NameTable[struct{}] {
-	var t sni.NameTable[struct{}]
+// routedTable is the names the gateway routes and answers DNS for: the
+// routes' SNI names and dns.names (config checked and deduplicated them).
+func routedTable(cfg *config.Config) (*names.Table[struct{}], error) {
+	var t names.Table[struct{}]
 	for _, n := range cfg.RoutedNames() {
-		t.Add(n, struct{}{})
+		if err := t.Add(n, struct{}{}); err != nil {
+			return nil, fmt.Errorf("routed names: %w", err)
+		}
 	}
-	return &t
+	return &t, nil
 }
 
 // probeConfig builds the probe of one route's upstreams. A bridge route's
@@ -120,7 +146,7 @@ func probeConfig(cfg *config.Config, rc *config.Route) (upstream.ProbeConfig, er
 	return pc, nil
 }
 
-func writeProbeTable(w io.Writer, rows []probeRow, routed *sni.NameTable[struct{}]) error {
+func writeProbeTable(w io.Writer, rows []probeRow, routed *names.Table[struct{}]) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROUTE\tUPSTREAM\tTCP\tTLS\tMTLS\tHTTP\tLATENCY\tCERT_EXPIRES")
 	failed := false
@@ -147,7 +173,7 @@ func writeProbeTable(w io.Writer, rows []probeRow, routed *sni.NameTable[struct{
 
 // probeNotes reports the other hosts a pull touches: a token realm or a
 // blob redirect on a host the gateway does not route fails on the nodes.
-func probeNotes(r probeRow, routed *sni.NameTable[struct{}]) []string {
+func probeNotes(r probeRow, routed *names.Table[struct{}]) []string {
 	var notes []string
 	note := func(what, host string) {
 		_, ok := routed.Lookup(hostOnly(host))

@@ -75,26 +75,38 @@ type Gateway struct {
 
 // New loads and validates the configuration file and builds the first
 // generation. It opens no listener and starts nothing. A configuration
-// error is a config.ErrorList.
+// error, including a file the configuration names that cannot serve (see
+// build), is a config.ErrorList.
 func New(opts Options) (*Gateway, error) {
 	g := &Gateway{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
 	cfg, err := g.load()
 	if err != nil {
 		return nil, err
 	}
+	if err := g.assemble(cfg); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// assemble builds everything the gateway runs from cfg: the first
+// generation, the SNI server, the DNS server and the admin server. It
+// opens no socket and starts no goroutine; `snigate check` calls it too
+// (checkBuild), so that check and run fail on the same files.
+func (g *Gateway) assemble(cfg *config.Config) error {
 	if g.log == nil {
 		g.log = slog.Default()
 	}
 	g.metrics = newMetrics(g.registry)
 	gen, err := g.build(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	g.gen.Store(gen)
 	g.metrics.configLoaded(time.Now())
 	g.sni, err = sni.New(g.sniConfig(cfg), gen.routes)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if gen.dns != nil {
 		g.dns = dnsresponder.NewServer(gen.dns, g.log)
@@ -107,7 +119,7 @@ func New(opts Options) (*Gateway, error) {
 		Hosts:     adminHosts(cfg.Listen.Admin),
 		Metrics:   g.metrics.admin,
 	})
-	return g, nil
+	return nil
 }
 
 func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {

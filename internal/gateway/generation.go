@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/miekg/dns"
@@ -13,6 +11,7 @@ import (
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/names"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -38,17 +37,24 @@ type runner interface {
 }
 
 // build turns a validated configuration into a generation. Nothing runs
-// until start.
+// until start. What the builders refuse (a certificate that does not
+// cover the route's names, a client certificate without clientAuth, a
+// route name outside the serving CA's constraints, a file that cannot be
+// loaded) is a config.ErrorList with the key of each, one per route.
 func (g *Gateway) build(cfg *config.Config) (*generation, error) {
 	gen := &generation{cfg: cfg, pools: make(map[string]*upstream.Pool)}
 	var routes []*sni.Route
+	var errs config.ErrorList
 	for i := range cfg.Routes {
-		rc := &cfg.Routes[i]
-		r, err := g.buildRoute(gen, cfg, rc)
+		r, err := g.buildRoute(gen, cfg, &cfg.Routes[i])
 		if err != nil {
-			return nil, fmt.Errorf("route %s: %w", rc.Name, err)
+			errs = append(errs, buildError(cfg, i, err))
+			continue
 		}
 		routes = append(routes, r)
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	table, err := sni.NewTable(routes, cfg.DefaultRoute)
 	if err != nil {
@@ -135,12 +141,13 @@ func checkServerName(rc *config.Route) string {
 		return rc.UpstreamTLS.ServerName
 	}
 	for _, n := range rc.SNI {
-		if !strings.HasPrefix(n, "*.") {
-			return sni.CanonicalName(n)
+		if _, wild := names.WildcardBase(n); !wild {
+			return n
 		}
 	}
 	if len(rc.SNI) > 0 {
-		return sni.CanonicalName(strings.TrimPrefix(rc.SNI[0], "*."))
+		base, _ := names.WildcardBase(rc.SNI[0])
+		return base
 	}
 	return ""
 }
@@ -161,7 +168,7 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 		return m, nil
 	}
 	kp, err := certs.NewKeyPair(certs.KeyPairConfig{
-		CertFile: s.Cert, KeyFile: s.Key, Route: rc.Name, Role: certs.RoleServe,
+		CertFile: s.Cert, KeyFile: s.Key, Route: rc.Name, Role: certs.RoleServe, Names: rc.SNI,
 		Logger: g.log, Metrics: g.metrics.certs,
 	})
 	if err != nil {
@@ -172,12 +179,12 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 }
 
 func (g *Gateway) buildDNS(cfg *config.Config) (dns.Handler, error) {
-	var names sni.NameTable[struct{}]
-	for _, n := range cfg.RoutedNames() {
-		names.Add(n, struct{}{})
+	routed, err := routedTable(cfg)
+	if err != nil {
+		return nil, err
 	}
 	return dnsresponder.New(dnsresponder.Config{
-		Names:   &names,
+		Names:   routed,
 		Answer:  cfg.DNS.Answer,
 		TTL:     cfg.DNS.TTL,
 		Forward: cfg.DNS.Forward,

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/dnsresponder"
-	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/names"
 )
 
 func main() {
@@ -60,10 +60,12 @@ func newHandler(name, answer string) (*dnsresponder.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-answer: %w", err)
 	}
-	var names sni.NameTable[struct{}]
-	names.Add(name, struct{}{})
+	var routed names.Table[struct{}]
+	if err := routed.Add(name, struct{}{}); err != nil {
+		return nil, fmt.Errorf("-name: %w", err)
+	}
 	return dnsresponder.New(dnsresponder.Config{
-		Names:   &names,
+		Names:   &routed,
 		Answer:  []netip.Addr{addr},
 		TTL:     30 * time.Second,
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
