@@ -11,12 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/snigate/snigate/internal/testnet"
 )
 
 // waitLimit bounds every wait for an event in these tests; it is a
@@ -209,44 +210,11 @@ func newTCPUpstream(tb testing.TB, handle func(c *net.TCPConn)) *tcpUpstream {
 	return u
 }
 
-// closedAddr returns a loopback address on which nothing listens: a TCP
-// socket bound to it without listening, kept until the test ends. A
-// connection to it is refused, and no other socket on the machine can take
-// the port meanwhile, as one could once a listener on it had closed.
+// closedAddr returns a loopback address that refuses connections and
+// that no other socket can take while the test runs (testnet.ClosedAddr).
 func closedAddr(tb testing.TB) string {
 	tb.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	syscall.CloseOnExec(fd)
-	tb.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		tb.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-}
-
-// TestClosedAddrCannotBeTaken: nothing can listen on a closedAddr while
-// the test runs, and connecting is refused. It used to be a port whose
-// listener had closed, free for any socket on the machine to take, and a
-// test expecting "connection refused" then reached someone else's server.
-func TestClosedAddrCannotBeTaken(t *testing.T) {
-	addr := closedAddr(t)
-	if ln, err := net.Listen("tcp", addr); err == nil {
-		ln.Close()
-		t.Fatalf("listened on the closed address %s", addr)
-	}
-	if c, err := net.Dial("tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
-		if c != nil {
-			c.Close()
-		}
-		t.Fatalf("dial %s: %v, want connection refused", addr, err)
-	}
+	return testnet.ClosedAddr(tb)
 }
 
 // readAll reads c to EOF within waitLimit.

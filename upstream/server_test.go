@@ -10,18 +10,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
+
+	"github.com/snigate/snigate/internal/testnet"
 )
 
 // testUpstream is a TLS HTTP server on 127.0.0.1 that can be stopped and
-// started again on the same address. It answers every request with status
-// (default 200) and counts the requests.
+// started again on the same address, which stays held in between
+// (testnet.HeldAddr): stopped, it refuses connections, and nothing else
+// can take its port. It answers every request with status (default 200)
+// and counts the requests.
 type testUpstream struct {
 	t        testing.TB
 	addr     string
@@ -34,7 +35,7 @@ type testUpstream struct {
 
 func startUpstream(t testing.TB, cfg *tls.Config) *testUpstream {
 	t.Helper()
-	u := &testUpstream{t: t, addr: holdPort(t), tls: cfg}
+	u := &testUpstream{t: t, addr: testnet.HeldAddr(t), tls: cfg}
 	u.status.Store(http.StatusOK)
 	u.start()
 	t.Cleanup(u.stop)
@@ -44,63 +45,6 @@ func startUpstream(t testing.TB, cfg *tls.Config) *testUpstream {
 func (u *testUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.requests.Add(1)
 	w.WriteHeader(int(u.status.Load()))
-}
-
-// holdPort binds a TCP socket with SO_REUSEADDR to a free loopback port,
-// without listening, until the test ends, and returns the address. The
-// test's listeners bind it again and again (a stopped upstream started on
-// its old address); between them connecting is refused, and neither
-// bind(0) nor connect elsewhere on the machine picks the port. Without the
-// hold, a port freed by stop could be taken before start bound it again.
-func holdPort(t testing.TB) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syscall.CloseOnExec(fd)
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-}
-
-// TestStoppedUpstreamKeepsItsPort: while a test upstream is stopped its
-// port refuses connections and no other socket can take it; start binds it
-// again. The port used to be free between stop and start, and a socket
-// elsewhere on the machine taking it made start fail.
-func TestStoppedUpstreamKeepsItsPort(t *testing.T) {
-	u := startUpstream(t, serverConfig(newPKI(t).server, nil, 0))
-	u.stop()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	ap := netip.MustParseAddrPort(u.addr)
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: ap.Addr().As4(), Port: int(ap.Port())}); err == nil {
-		t.Fatalf("another socket bound %s while the upstream was stopped", u.addr)
-	}
-	if c, err := net.Dial("tcp", u.addr); !errors.Is(err, syscall.ECONNREFUSED) {
-		if c != nil {
-			c.Close()
-		}
-		t.Fatalf("dial the stopped upstream: %v, want connection refused", err)
-	}
-	u.start()
-	c, err := net.Dial("tcp", u.addr)
-	if err != nil {
-		t.Fatalf("dial the restarted upstream: %v", err)
-	}
-	c.Close()
 }
 
 // start listens on u.addr (the same port after a stop) and serves.
