@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/snigate/snigate/internal/testnet"
 )
 
 // waitLimit bounds every wait for an event in these tests; it is a
@@ -208,16 +210,11 @@ func newTCPUpstream(tb testing.TB, handle func(c *net.TCPConn)) *tcpUpstream {
 	return u
 }
 
-// closedAddr returns an address on which nothing listens.
+// closedAddr returns a loopback address that refuses connections and
+// that no other socket can take while the test runs (testnet.ClosedAddr).
 func closedAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return testnet.ClosedAddr(tb)
 }
 
 // readAll reads c to EOF within waitLimit.

@@ -14,20 +14,14 @@
 # directory and its own log; the Go build and module caches are the usual
 # ones, as on CI. One summary line per run: result, duration, failed tests.
 # The exit status is 1 when any run failed. Logs are kept in the printed
-# directory (STRESS_KEEP=1 keeps the clones too).
+# directory (STRESS_KEEP=1 keeps the clones too). The script is read whole
+# before it runs (main at the end), so editing it during a run is safe.
 set -euo pipefail
-root=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
-runs=${STRESS_RUNS:-3}
-cpus=${STRESS_CPUS:-2}
-case $runs in '' | *[!0-9]* | 0) echo "test/stress.sh: STRESS_RUNS=$runs: want a number of runs such as 3" >&2; exit 2 ;; esac
-case $cpus in '' | *[!0-9]* | 0) echo "test/stress.sh: STRESS_CPUS=$cpus: want a number of CPU workers such as 2" >&2; exit 2 ;; esac
-commit=$(git -C "$root" rev-parse HEAD)
-if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
-	echo "test/stress.sh: the work tree has uncommitted changes; testing the commit $commit without them"
-fi
 
-# stress-ng comes from Debian, installed as test/deps.sh installs its tools.
-if ! command -v stress-ng >/dev/null 2>&1; then
+# install_stress_ng installs stress-ng from Debian when it is missing, as
+# test/deps.sh installs the tools of the tests.
+install_stress_ng() {
+	command -v stress-ng >/dev/null 2>&1 && return
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "test/stress.sh: stress-ng is missing and not root: install it (apt-get install stress-ng)" >&2
 		exit 1
@@ -35,12 +29,8 @@ if ! command -v stress-ng >/dev/null 2>&1; then
 	echo "test/stress.sh: installing stress-ng"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends stress-ng
-fi
+}
 
-# As .ci/run: the end-to-end tests must run, never skip.
-export SNIGATE_REQUIRE_E2E=${SNIGATE_REQUIRE_E2E:-1}
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/snigate-stress.XXXXXX")
 stress_pid=
 stop_stress() {
 	if [ -n "$stress_pid" ]; then
@@ -49,14 +39,12 @@ stop_stress() {
 		stress_pid=
 	fi
 }
-trap stop_stress EXIT
-trap 'exit 130' INT TERM
 
-# clone makes a fresh clone of $commit in $1.
+# clone makes a fresh clone of commit $2 of the repository $1 in $3.
 clone() {
-	git init -q "$1"
-	git -C "$1" fetch -q "$root" HEAD
-	git -C "$1" checkout -q --detach "$commit"
+	git init -q "$3"
+	git -C "$3" fetch -q "$1" HEAD
+	git -C "$3" checkout -q --detach "$2"
 }
 
 # failures prints what failed in the log $1, comma separated: the failed
@@ -75,31 +63,53 @@ failures() {
 	echo "${names:-no test named; see the log}"
 }
 
-echo "test/stress.sh: $runs run(s) of make test at ${commit:0:12} beside stress-ng --cpu $cpus; logs in $work"
-# The timeout only bounds stress-ng should this script be killed without
-# running its trap; it is stopped by its PID after the last run.
-stress-ng --cpu "$cpus" --timeout "$((runs * 2))h" --quiet &
-stress_pid=$!
+# elapsed prints the seconds $1 as 6m04s.
+elapsed() { printf '%4dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-failed=0
-summary=()
-for i in $(seq 1 "$runs"); do
-	dir=$work/run$i
-	log=$work/run$i.log
-	clone "$dir"
-	start=$SECONDS
-	if (cd "$dir" && make test) >"$log" 2>&1; then
-		line=$(printf 'run %d/%d: PASS %4dm%02ds' "$i" "$runs" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))
-	else
-		failed=1
-		line=$(printf 'run %d/%d: FAIL %4dm%02ds  %s  (log %s)' "$i" "$runs" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$(failures "$log")" "$log")
+main() {
+	local root runs cpus commit work failed=0 summary=() i dir log start line
+	root=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
+	runs=${STRESS_RUNS:-3}
+	cpus=${STRESS_CPUS:-2}
+	case $runs in '' | *[!0-9]* | 0) echo "test/stress.sh: STRESS_RUNS=$runs: want a number of runs such as 3" >&2; exit 2 ;; esac
+	case $cpus in '' | *[!0-9]* | 0) echo "test/stress.sh: STRESS_CPUS=$cpus: want a number of CPU workers such as 2" >&2; exit 2 ;; esac
+	commit=$(git -C "$root" rev-parse HEAD)
+	if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
+		echo "test/stress.sh: the work tree has uncommitted changes; testing the commit $commit without them"
 	fi
-	echo "$line"
-	summary+=("$line")
-	[ "${STRESS_KEEP:-0}" = 1 ] || rm -rf "$dir"
-done
-stop_stress
+	install_stress_ng
+	# As .ci/run: the end-to-end tests must run, never skip.
+	export SNIGATE_REQUIRE_E2E=${SNIGATE_REQUIRE_E2E:-1}
+	work=$(mktemp -d "${TMPDIR:-/tmp}/snigate-stress.XXXXXX")
+	trap stop_stress EXIT
+	trap 'exit 130' INT TERM
 
-echo "== test/stress.sh: make test at ${commit:0:12} under stress-ng --cpu $cpus"
-printf '%s\n' "${summary[@]}"
-exit "$failed"
+	echo "test/stress.sh: $runs run(s) of make test at ${commit:0:12} beside stress-ng --cpu $cpus; logs in $work"
+	# The timeout only bounds stress-ng should this script be killed
+	# without running its trap; it is stopped by its PID after the runs.
+	stress-ng --cpu "$cpus" --timeout "$((runs * 2))h" --quiet &
+	stress_pid=$!
+
+	for i in $(seq 1 "$runs"); do
+		dir=$work/run$i
+		log=$work/run$i.log
+		clone "$root" "$commit" "$dir"
+		start=$SECONDS
+		if (cd "$dir" && make test) >"$log" 2>&1; then
+			line="run $i/$runs: PASS $(elapsed $((SECONDS - start)))"
+		else
+			failed=1
+			line="run $i/$runs: FAIL $(elapsed $((SECONDS - start)))  $(failures "$log")  (log $log)"
+		fi
+		echo "$line"
+		summary+=("$line")
+		[ "${STRESS_KEEP:-0}" = 1 ] || rm -rf "$dir"
+	done
+	stop_stress
+
+	echo "== test/stress.sh: make test at ${commit:0:12} under stress-ng --cpu $cpus"
+	printf '%s\n' "${summary[@]}"
+	return "$failed"
+}
+
+main "$@"; exit

@@ -14,11 +14,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/snigate/snigate/internal/testnet"
 )
 
 // testUpstream is a TLS HTTP server on 127.0.0.1 that can be stopped and
-// started again on the same address. It answers every request with status
-// (default 200) and counts the requests.
+// started again on the same address, which stays held in between
+// (testnet.HeldAddr): stopped, it refuses connections, and nothing else
+// can take its port. It answers every request with status (default 200)
+// and counts the requests.
 type testUpstream struct {
 	t        testing.TB
 	addr     string
@@ -31,7 +35,7 @@ type testUpstream struct {
 
 func startUpstream(t testing.TB, cfg *tls.Config) *testUpstream {
 	t.Helper()
-	u := &testUpstream{t: t, addr: "127.0.0.1:0", tls: cfg}
+	u := &testUpstream{t: t, addr: testnet.HeldAddr(t), tls: cfg}
 	u.status.Store(http.StatusOK)
 	u.start()
 	t.Cleanup(u.stop)

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/snigate/snigate/internal/testnet"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -149,14 +149,9 @@ func (a answer) jsonError(t *testing.T) string {
 	return eb.Error
 }
 
-// freeAddr returns a TCP address on which nothing listens.
+// freeAddr returns a TCP address on which nothing listens and that no
+// other socket can take while the test runs (testnet.ClosedAddr).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return testnet.ClosedAddr(t)
 }

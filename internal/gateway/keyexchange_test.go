@@ -27,12 +27,12 @@ func TestKeyExchanges(t *testing.T) {
 			w := newWorld(t, "")
 			seen := make(chan tls.CurveID, 8)
 			up := startEcho(t, w.leaf("registry.test"), w.ca.Pool())
-			up.onState = func(cs tls.ConnectionState) {
+			up.setOnState(func(cs tls.ConnectionState) {
 				select {
 				case seen <- cs.CurveID:
 				default:
 				}
-			}
+			})
 			_, err := w.ca.WriteLeaf(w.dir, "serve", "registry.test", "registry.test")
 			must(t, err)
 			cfg := fmt.Sprintf(bridgeConfig, up.addr())

@@ -153,14 +153,21 @@ func (w *world) adminGet(path string) (int, string) {
 // echoServer is a TLS server on loopback that echoes every byte, requiring
 // a client certificate from clientCAs when that is not nil.
 type echoServer struct {
-	// onState, when set before the first connection, sees the
-	// connection state of every handshake.
-	onState func(tls.ConnectionState)
+	ln      net.Listener
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	onState func(tls.ConnectionState) // guarded by mu; see setOnState
+}
 
-	ln    net.Listener
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+// setOnState makes f see the connection state of every handshake from
+// now on. A plain field set after startEcho raced with the accept loop's
+// goroutines (the race detector found it): nothing orders a write in the
+// test before a read in a handler of a connection that came later.
+func (e *echoServer) setOnState(f func(tls.ConnectionState)) {
+	e.mu.Lock()
+	e.onState = f
+	e.mu.Unlock()
 }
 
 func startEcho(t *testing.T, cert tls.Certificate, clientCAs *x509.CertPool, alpn ...string) *echoServer {
@@ -195,9 +202,12 @@ func (e *echoServer) acceptLoop() {
 }
 
 func (e *echoServer) echo(c net.Conn) {
-	if tc, ok := c.(*tls.Conn); ok && e.onState != nil {
+	e.mu.Lock()
+	onState := e.onState
+	e.mu.Unlock()
+	if tc, ok := c.(*tls.Conn); ok && onState != nil {
 		if tc.Handshake() == nil {
-			e.onState(tc.ConnectionState())
+			onState(tc.ConnectionState())
 		}
 	}
 	io.Copy(c, c)
