@@ -20,6 +20,7 @@ const (
 	ResultNotImp    = "notimp"    // opcode other than QUERY
 	ResultBadVers   = "badvers"   // EDNS version other than 0
 	ResultDropped   = "dropped"   // not answered at all (a response, or no header)
+	ResultDenied    = "denied"    // client outside Config.Allow, answered REFUSED
 )
 
 // Values of the result label of snigate_dns_upstream_requests_total.
@@ -56,7 +57,7 @@ type queryKey struct{ qtype, result string }
 
 // results are the values of the result label, for the durations map.
 var results = []string{ResultAnswered, ResultNoData, ResultForwarded, ResultRefused, ResultServFail,
-	ResultFormErr, ResultNotImp, ResultBadVers, ResultDropped}
+	ResultFormErr, ResultNotImp, ResultBadVers, ResultDropped, ResultDenied}
 
 // NewMetrics creates the responder's series and registers them with reg
 // (nil: not registered, still usable). It panics if they are already
