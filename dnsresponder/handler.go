@@ -229,6 +229,10 @@ func (h *Handler) InvalidMsg(m []byte, err error) {
 // TCPRefused counts a TCP connection the server closed over its limit.
 func (h *Handler) TCPRefused() { h.m.tcpRefused() }
 
+// TCPEvicted counts an idle TCP connection the server closed to admit a
+// new one.
+func (h *Handler) TCPEvicted() { h.m.tcpEvicted() }
+
 // mayBlock reports whether answering req may wait on the network: a
 // well-formed IN query about a name that is not routed, with forwarders
 // to ask. The UDP loop answers every other query on its reading goroutine.

@@ -46,6 +46,7 @@ type Metrics struct {
 	duration         *prometheus.HistogramVec
 	upstreamUp       *prometheus.GaugeVec
 	tcpRefusedConns  prometheus.Counter
+	tcpEvictedConns  prometheus.Counter
 	upstreamRequests *prometheus.CounterVec
 
 	// Per-query lookups skip the vectors' label hashing (hot path).
@@ -83,11 +84,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"upstream", "result"}),
 		tcpRefusedConns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snigate_dns_tcp_connections_refused_total",
-			Help: "TCP connections to the DNS responder closed at once because the limit of open ones was reached.",
+			Help: "TCP connections to the DNS responder closed at once because the limit of open ones (in all, none idle, or per client) was reached.",
+		}),
+		tcpEvictedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snigate_dns_tcp_connections_evicted_total",
+			Help: "Idle TCP connections to the DNS responder closed to admit a new one because the limit of open ones was reached.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests, m.tcpRefusedConns)
+		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests, m.tcpRefusedConns, m.tcpEvictedConns)
 	}
 	m.durations = make(map[string]prometheus.Observer, len(results))
 	for _, r := range results {
@@ -144,6 +149,12 @@ func (m *Metrics) deleteUpstream(addr string) {
 func (m *Metrics) tcpRefused() {
 	if m != nil {
 		m.tcpRefusedConns.Inc()
+	}
+}
+
+func (m *Metrics) tcpEvicted() {
+	if m != nil {
+		m.tcpEvictedConns.Inc()
 	}
 }
 
