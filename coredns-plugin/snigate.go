@@ -52,18 +52,20 @@ func newHandler(s settings, m *Metrics, log logger) (*Snigate, error) {
 		h.policy.Store(p)
 		return h, nil
 	}
-	w := &watcher{
-		path:     s.configPath,
-		interval: s.reload,
-		build:    s.build,
-		store:    h.policy.Store,
-		log:      log,
-		metrics:  m,
+	w, err := newWatcher(&watcher{
+		path:    s.configPath,
+		build:   s.build,
+		store:   h.policy.Store,
+		log:     log,
+		metrics: m,
+	}, s.reload)
+	if err != nil {
+		return nil, err
 	}
 	if err := w.loadFirst(); err != nil {
 		return nil, err
 	}
-	if s.reload > 0 {
+	if w.file != nil {
 		h.watch = w
 	}
 	return h, nil

@@ -8,51 +8,51 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/filewatch"
 )
 
 // watcher re-reads the snigate configuration file when it changes and
 // swaps in a new policy. A file that goes missing or is changed into an
 // invalid one is logged and counted once, and the last good policy stays
 // in force until the file changes again.
+//
+// Changes are noticed by snigate's one file watcher (internal/filewatch)
+// in its poll-only mode: the file's identity (inode, size, times) is
+// compared every `reload` period, CoreDNS's meaning of reload, so an
+// atomic rename, a Kubernetes volume's symlink swap and an in-place write
+// are each one change.
 type watcher struct {
-	path     string
-	interval time.Duration
-	build    func(*config.Config) (*dnsresponder.Policy, int, error)
-	store    func(*dnsresponder.Policy)
-	log      logger
-	metrics  *Metrics
+	path    string
+	build   func(*config.Config) (*dnsresponder.Policy, int, error)
+	store   func(*dnsresponder.Policy)
+	log     logger
+	metrics *Metrics
 
-	seen fileStamp // the file as last looked at, good or bad; zero: missing
+	file *filewatch.Watcher // calls check; nil with reload 0
 }
 
-// fileStamp tells whether a file changed: an in-place write changes the
-// size or the modification time, an atomic rename or a Kubernetes volume's
-// symlink swap changes the inode.
-type fileStamp struct {
-	modTime time.Time
-	size    int64
-	inode   uint64
-}
-
-func stampOf(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
+// newWatcher records the file's identity before it is first read, so that
+// a change during the read is seen by the first poll. interval 0 builds a
+// watcher that reads the file once and never follows it.
+func newWatcher(w *watcher, interval time.Duration) (*watcher, error) {
+	if interval <= 0 {
+		return w, nil
 	}
-	return fileStamp{modTime: fi.ModTime(), size: fi.Size(), inode: inode(fi)}, nil
+	var err error
+	w.file, err = filewatch.New(filewatch.Config{File: w.path, ChangedFunc: w.check,
+		PollInterval: interval, PollOnly: true})
+	return w, err
 }
 
 // loadFirst reads the file at setup; any error fails the setup.
 func (w *watcher) loadFirst() error {
-	st, err := stampOf(w.path)
-	if err != nil {
+	if _, err := os.Stat(w.path); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	n, err := w.load()
 	if err != nil {
 		return err
 	}
-	w.seen = st
 	w.log.Infof("loaded %d routed names from %s", n, w.path)
 	return nil
 }
@@ -71,34 +71,16 @@ func (w *watcher) load() (int, error) {
 	return n, nil
 }
 
-// Run checks the file every interval until ctx is done.
-func (w *watcher) Run(ctx context.Context) {
-	t := time.NewTicker(w.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			w.check()
-		}
-	}
-}
+// Run checks the file every reload period until ctx is done.
+func (w *watcher) Run(ctx context.Context) { w.file.Run(ctx) }
 
-// check reloads the file if its stamp changed since it was last seen.
+// check reloads the file after its identity changed: once per change, so a
+// file that stays missing or broken is reported once.
 func (w *watcher) check() {
-	st, err := stampOf(w.path)
-	if err != nil {
-		if w.seen != (fileStamp{}) {
-			w.seen = fileStamp{}
-			w.fail(fmt.Errorf("config: %w", err))
-		}
+	if _, err := os.Stat(w.path); err != nil {
+		w.fail(fmt.Errorf("config: %w", err))
 		return
 	}
-	if st == w.seen {
-		return
-	}
-	w.seen = st
 	n, err := w.load()
 	if err != nil {
 		w.fail(err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 const (
 	rulesPath     = "prometheus/snigate-rules.yaml"
+	rulesTestPath = "prometheus/snigate-rules.test.yaml"
 	dashboardPath = "grafana/snigate-dashboard.json"
 )
 
@@ -34,15 +37,23 @@ var knownMetrics = map[string][]string{
 	"snigate_certificate_expiry_timestamp_seconds": {"route", "role"},
 	"snigate_config_reloads_total":                 {"result"},
 	// beyond the contract
-	"snigate_upstream_checks_total":             {"route", "upstream", "result"},
-	"snigate_certificate_reload_failures_total": {"route", "role"},
-	"snigate_connection_duration_seconds":       {"route"},
-	"snigate_dns_query_duration_seconds":        {"result"},
-	"snigate_upstream_dial_failures_total":      {"route", "upstream"},
-	"snigate_ready":                             {},
-	"snigate_dns_upstream_up":                   {"upstream"},
-	"snigate_dns_upstream_requests_total":       {"upstream", "result"},
-	"snigate_dns_tcp_connections_refused_total": {},
+	"snigate_upstream_checks_total":                        {"route", "upstream", "result"},
+	"snigate_certificate_reload_failures_total":            {"route", "role"},
+	"snigate_connection_duration_seconds":                  {"route"},
+	"snigate_dns_query_duration_seconds":                   {"result"},
+	"snigate_upstream_dial_failures_total":                 {"route", "upstream"},
+	"snigate_ready":                                        {},
+	"snigate_dns_upstream_up":                              {"upstream"},
+	"snigate_dns_upstream_requests_total":                  {"upstream", "result"},
+	"snigate_dns_tcp_connections_refused_total":            {},
+	"snigate_upstream_state":                               {"route", "upstream", "state"},
+	"snigate_certificate_reloads_total":                    {"route", "role"},
+	"snigate_certificate_mints_total":                      {"route", "result"},
+	"snigate_admin_requests_total":                         {"handler", "code"},
+	"snigate_admin_state_changes_total":                    {"route", "state"},
+	"snigate_config_last_reload_successful":                {},
+	"snigate_config_last_reload_success_timestamp_seconds": {},
+	"snigate_build_info":                                   {"version", "revision", "goversion"},
 	// client_golang's Go and process collectors
 	"process_open_fds":              {},
 	"process_max_fds":               {},
@@ -178,7 +189,7 @@ func TestAlertRules(t *testing.T) {
 		"SnigateUpstreamDown":             "snigate_upstream_up",
 		"SnigateNoHealthyUpstream":        "snigate_upstream_up",
 		"SnigateCertificateExpiringSoon":  "snigate_certificate_expiry_timestamp_seconds",
-		"SnigateConfigReloadFailed":       "snigate_config_reloads_total",
+		"SnigateConfigReloadFailed":       "snigate_config_last_reload_successful",
 		"SnigateDNSForwarderDown":         "snigate_dns_upstream_up",
 		"SnigateDNSTCPConnectionsRefused": "snigate_dns_tcp_connections_refused_total",
 	}
@@ -189,6 +200,33 @@ func TestAlertRules(t *testing.T) {
 	}
 	if !strings.Contains(alerts["SnigateCertificateExpiringSoon"], "14 * 86400") {
 		t.Errorf("SnigateCertificateExpiringSoon: want a 14-day threshold, got %q", alerts["SnigateCertificateExpiringSoon"])
+	}
+}
+
+// TestPromtoolRules runs Prometheus's own checker and the rules' unit
+// tests (snigate-rules.test.yaml: how each alert fires and resolves).
+func TestPromtoolRules(t *testing.T) {
+	tool := needTool(t, "promtool", "prometheus")
+	for _, args := range [][]string{
+		{"check", "rules", filepath.Base(rulesPath)},
+		{"test", "rules", filepath.Base(rulesTestPath)},
+	} {
+		cmd := exec.Command(tool, args...)
+		cmd.Dir = filepath.Dir(rulesPath) // rule_files are relative to the test file
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// TestRulesTestedByPromtool: the reload alert has a promtool case, so a
+// rule that keeps firing after the fix (as the increase() form did) fails.
+func TestRulesTestedByPromtool(t *testing.T) {
+	text := string(readFile(t, rulesTestPath))
+	for _, alert := range []string{"SnigateConfigReloadFailed"} {
+		if !strings.Contains(text, "alertname: "+alert) {
+			t.Errorf("%s: no case for %s", rulesTestPath, alert)
+		}
 	}
 }
 

@@ -146,14 +146,17 @@ func unitForVerify(t *testing.T) string {
 	return p
 }
 
-func needTool(t *testing.T, name string) string {
+// needTool returns the path of the program name, from the Debian package
+// pkg. Without it the test is skipped, or fails when SNIGATE_REQUIRE_E2E
+// is set (make test, CI), so that a missing tool never passes silently.
+func needTool(t *testing.T, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("SNIGATE_REQUIRE_E2E") != "" {
-			t.Fatalf("%s not found and SNIGATE_REQUIRE_E2E is set: install the Debian package systemd", name)
+			t.Fatalf("%s not found and SNIGATE_REQUIRE_E2E is set: install the Debian package %s (test/deps.sh does)", name, pkg)
 		}
-		t.Skipf("%s not found (Debian package systemd): skipping the check that runs it", name)
+		t.Skipf("%s not found (Debian package %s): skipping the check that runs it", name, pkg)
 	}
 	return p
 }
@@ -161,7 +164,7 @@ func needTool(t *testing.T, name string) string {
 // TestSystemdAnalyzeVerify runs systemd's own unit checker; any warning
 // (an unknown key, a value it cannot parse) fails the test.
 func TestSystemdAnalyzeVerify(t *testing.T) {
-	tool := needTool(t, "systemd-analyze")
+	tool := needTool(t, "systemd-analyze", "systemd")
 	out, err := exec.Command(tool, "verify", unitForVerify(t)).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Fatalf("systemd-analyze verify %s: %v\n%s", unitPath, err, out)
@@ -170,7 +173,7 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 
 // TestSystemdAnalyzeSecurity keeps the unit's exposure score low.
 func TestSystemdAnalyzeSecurity(t *testing.T) {
-	tool := needTool(t, "systemd-analyze")
+	tool := needTool(t, "systemd-analyze", "systemd")
 	cmd := exec.Command(tool, "security", "--offline=yes", "--threshold="+unitExposureGoal, "--no-pager", unitForVerify(t))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -183,7 +186,7 @@ func TestSystemdAnalyzeSecurity(t *testing.T) {
 
 // TestSysusers creates the user from the sysusers.d snippet in a scratch root.
 func TestSysusers(t *testing.T) {
-	tool := needTool(t, "systemd-sysusers")
+	tool := needTool(t, "systemd-sysusers", "systemd")
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		t.Fatal(err)

@@ -43,8 +43,12 @@ func TestAdoptKeepsForwarderHealth(t *testing.T) {
 	}
 	// 5302 is gone from the configuration: no series of it is left
 	// (checked before WithLabelValues above could have made one).
-	if n := testutil.CollectAndCount(m.upstreamRequests); n != 0 {
-		t.Errorf("%d upstream_requests series left, want 0 (5302's went with it)", n)
+	if m.upstreamRequests.DeleteLabelValues("127.0.0.1:5302", upstreamOK) {
+		t.Error("an upstream_requests series of 5302 is left, want it gone with 5302")
+	}
+	// The kept and the new forwarder have theirs, at 0 for every result.
+	if n, want := testutil.CollectAndCount(m.upstreamRequests), 2*len(upstreamResults); n != want {
+		t.Errorf("%d upstream_requests series, want %d (5301 and 5303, each result)", n, want)
 	}
 	if n := testutil.CollectAndCount(m.upstreamUp); n != 2 {
 		t.Errorf("%d upstream_up series, want 2 (5301, 5303)", n)

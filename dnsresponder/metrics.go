@@ -31,6 +31,15 @@ const (
 	upstreamError    = "error"
 )
 
+// upstreamResults are the values of snigate_dns_upstream_requests_total's
+// result, created at 0 for every forwarder.
+var upstreamResults = [...]string{upstreamOK, upstreamServFail, upstreamTimeout, upstreamError}
+
+// initQtypes are the query types whose snigate_dns_queries_total series
+// exist from the start, for every result: the ones nodes ask for routed
+// names. Other types appear with their first query (the set is open).
+var initQtypes = [...]string{"A", "AAAA"}
+
 // qtypeInvalid labels a query without exactly one readable question.
 const qtypeInvalid = "invalid"
 
@@ -97,6 +106,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.durations = make(map[string]prometheus.Observer, len(results))
 	for _, r := range results {
 		m.durations[r] = m.duration.WithLabelValues(r)
+		for _, qt := range initQtypes {
+			m.counter(qt, r).Add(0)
+		}
 	}
 	return m
 }
@@ -158,6 +170,9 @@ func (m *Metrics) tcpEvicted() {
 	}
 }
 
+// setUpstreamUp publishes whether the forwarder addr answers. A handler
+// sets it for each forwarder when it is built, so it also creates that
+// forwarder's request counters at 0: increase() sees the first failure.
 func (m *Metrics) setUpstreamUp(addr string, up bool) {
 	if m == nil {
 		return
@@ -167,6 +182,9 @@ func (m *Metrics) setUpstreamUp(addr string, up bool) {
 		v = 1
 	}
 	m.upstreamUp.WithLabelValues(addr).Set(v)
+	for _, r := range upstreamResults {
+		m.upstreamRequests.WithLabelValues(addr, r).Add(0)
+	}
 }
 
 // qtypeLabel names the query type of req for the qtype label: its

@@ -112,6 +112,9 @@ func portList(ports []int) string {
 // requestFailed answers a refused CONNECT request, logs a rate-limited
 // Warn that says what to change, and returns the result.
 func (s *Server) requestFailed(ss *session, err error) (string, error) {
+	if res := ss.forcedResult(); res != "" {
+		return res, err // closed by Shutdown or to make room: nothing to advise
+	}
 	var re *requestError
 	if !errors.As(err, &re) {
 		res := s.helloResult(err) // deadline, EOF, unexpected PROXY header

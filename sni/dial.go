@@ -37,9 +37,11 @@ type upstreamDialer interface {
 }
 
 // connect tries the route's candidates in order until dial succeeds, all
-// within ConnectTimeout, and returns the connection with the release func
-// of the host's active count. Nothing has been sent to the client yet, so
-// each failure moves on to the next candidate.
+// within ConnectTimeout, each attempt within its share of the time left
+// (attemptDeadline), and returns the connection with the release func of
+// the host's active count. Nothing has been sent to the client yet, so
+// each failure moves on to the next candidate. Each outcome is reported
+// to the pool (passive health).
 func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) (net.Conn, func(), error) {
 	hosts := ss.route.Pool.Candidates()
 	if len(hosts) == 0 {
@@ -48,9 +50,10 @@ func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) 
 	start := time.Now()
 	deadline := start.Add(ss.cfg.ConnectTimeout)
 	var errs []error
-	for _, h := range hosts {
+	for i, h := range hosts {
 		release := h.Acquire()
-		c, err := dial.dialUpstream(ctx, deadline, h.Addr())
+		c, err := dial.dialUpstream(ctx, attemptDeadline(time.Now(), deadline, len(hosts)-i), h.Addr())
+		reportDial(ctx, ss.route, h, err)
 		if err == nil {
 			ss.upstream = h.Addr()
 			if ss.rm != nil {

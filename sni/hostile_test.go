@@ -43,6 +43,11 @@ func newHostile(tb testing.TB, cfg Config) *hostile {
 	ca := newPKI(tb, "hostile CA")
 	up := newTLSUpstream(tb, &tls.Config{Certificates: []tls.Certificate{ca.leaf(tb, registryName)}})
 	cfg.ClientHelloTimeout = hostileHelloTimeout
+	if cfg.MaxConnectionsPerClient == 0 {
+		// These floods come from one address; they measure what a flood
+		// holds when max_connections_per_client does not cut it short.
+		cfg.MaxConnectionsPerClient = -1
+	}
 	h := &hostile{
 		world:  newWorld(tb, cfg, "", registryRoute(tb, up.addr)),
 		client: &tls.Config{ServerName: registryName, RootCAs: ca.pool},

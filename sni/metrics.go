@@ -19,6 +19,8 @@ type Metrics struct {
 	helloSeconds   prometheus.Histogram
 	durationSecs   *prometheus.HistogramVec // route
 	dialFailures   *prometheus.CounterVec   // route, upstream
+	pending        *prometheus.GaugeVec     // kind
+	pendingByKind  [2]prometheus.Gauge      // pending's tls and connect children
 
 	// unrouted caches connections' children of connections that ended
 	// before a route was chosen (route ""), as routeMetrics.ended does for
@@ -87,9 +89,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_upstream_dial_failures_total",
 			Help: "Failed upstream dials (TCP, or TCP plus TLS handshake in bridge mode), each retried on the next candidate.",
 		}, []string{"route", "upstream"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snigate_pending_handshakes",
+			Help: "Connections that have not yet sent a whole ClientHello (CONNECT: request and ClientHello), by kind of listener (tls, connect); bounded by max_handshakes per kind.",
+		}, []string{"kind"}),
 	}
+	m.pendingByKind = [2]prometheus.Gauge{m.pending.WithLabelValues(kindTLS), m.pending.WithLabelValues(kindConnect)}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures)
+		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures, m.pending)
 	}
 	return m
 }
@@ -109,6 +116,67 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.dialFailures.DeletePartialMatch(l)
 }
 
+// Results a connection can end with, for creating the series at 0.
+var (
+	// routedResults end a connection after a route was chosen.
+	routedResults = []string{resultOK, resultNoUpstream, resultUpstreamError, resultIdle, resultClientError, resultShutdown}
+	// unroutedResults end one before (route ""), on every listener.
+	unroutedResults = []string{resultNotTLS, resultPlainHTTP, resultTimeout, resultTooLarge, resultBadHello,
+		resultUnknownSNI, resultDenied, resultLimit, resultClientLimit, resultHandshakeLimit, resultProxyHeader, resultClientError, resultShutdown}
+	// connectResults end one on a CONNECT listener before a route was chosen.
+	connectResults = []string{resultBadRequest, resultBadMethod, resultForbidden, resultSNIMismatch}
+)
+
+// InitListener creates at 0 the snigate_connections_total series of
+// connections that end unrouted on listener (its address, the listener
+// label), with the CONNECT results too when connect is set. Call it once
+// the listener is open, so that increase() sees the first failure.
+func (m *Metrics) InitListener(listener string, connect bool) {
+	if m == nil {
+		return
+	}
+	for _, r := range unroutedResults {
+		m.connections.WithLabelValues(listener, "", r).Add(0)
+	}
+	if connect {
+		for _, r := range connectResults {
+			m.connections.WithLabelValues(listener, "", r).Add(0)
+		}
+	}
+}
+
+// InitRoute creates at 0 the series of route whose label values are known
+// when it is built: connections per listener and routed result, bytes both
+// ways, active connections, the two histograms, and dial failures per
+// upstream. DeleteRoute removes them with the route.
+func (m *Metrics) InitRoute(route string, upstreams, listeners []string) {
+	if m == nil {
+		return
+	}
+	for _, ln := range listeners {
+		for _, r := range routedResults {
+			m.connections.WithLabelValues(ln, route, r).Add(0)
+		}
+	}
+	m.bytes.WithLabelValues(route, DirectionUpstream).Add(0)
+	m.bytes.WithLabelValues(route, DirectionDownstream).Add(0)
+	m.active.WithLabelValues(route).Add(0)
+	m.connectSeconds.WithLabelValues(route)
+	m.durationSecs.WithLabelValues(route)
+	for _, u := range upstreams {
+		m.dialFailures.WithLabelValues(route, u).Add(0)
+	}
+}
+
+// DeleteUpstream removes the dial failure series of an upstream that a
+// reload took out of route (the route stays).
+func (m *Metrics) DeleteUpstream(route, upstream string) {
+	if m == nil {
+		return
+	}
+	m.dialFailures.DeleteLabelValues(route, upstream)
+}
+
 // ended counts a connection that ended with result; rm is its route's
 // series, nil when it ended unrouted.
 func (m *Metrics) ended(rm *routeMetrics, listener, result string) {
@@ -124,6 +192,17 @@ func (m *Metrics) ended(rm *routeMetrics, listener, result string) {
 func (m *Metrics) clientHello(d time.Duration) {
 	if m != nil {
 		m.helloSeconds.Observe(d.Seconds())
+	}
+}
+
+// pendingHandshake moves the pending gauge of a kind of listener.
+func (m *Metrics) pendingHandshake(kind string, delta float64) {
+	switch {
+	case m == nil:
+	case kind == kindConnect:
+		m.pendingByKind[1].Add(delta)
+	default:
+		m.pendingByKind[0].Add(delta)
 	}
 }
 

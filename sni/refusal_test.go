@@ -40,6 +40,7 @@ func TestRefusalsAreCountedNotLoggedOneByOne(t *testing.T) {
 	}{
 		{name: "outside listen.allow", cfg: Config{Allow: prefixes("10.0.0.0/8")}, result: resultDenied},
 		{name: "at max_connections", cfg: Config{MaxConnections: 1}, result: resultLimit, open: true},
+		{name: "at max_connections_per_client", cfg: Config{MaxConnectionsPerClient: 1}, result: resultClientLimit, open: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,15 @@ const (
 	DefaultConnectTimeout     = 5 * time.Second
 	DefaultIdleTimeout        = time.Hour
 	DefaultMaxConnections     = 10000
+	// DefaultMaxHandshakes caps the default of Config.MaxHandshakes, which
+	// is otherwise a quarter of MaxConnections.
+	DefaultMaxHandshakes = 1024
+	// DefaultMaxConnectionsPerClient is the default of
+	// Config.MaxConnectionsPerClient.
+	DefaultMaxConnectionsPerClient = 256
+	// DefaultProxyHeaderTimeout is the default of Config.ProxyHeaderTimeout:
+	// a balancer sends its PROXY header with the connection.
+	DefaultProxyHeaderTimeout = time.Second
 	// DefaultWarnInterval is how often one kind of client fault is logged
 	// at Warn; metrics count every occurrence.
 	DefaultWarnInterval = 10 * time.Second
@@ -43,10 +52,32 @@ type Config struct {
 	// IdleTimeout closes a tunnel that moved no byte either way for this
 	// long. 0: DefaultIdleTimeout; negative: never.
 	IdleTimeout time.Duration
-	// MaxConnections bounds the connections open at once; one more is
-	// closed at once and counted with result "limit".
+	// MaxConnections bounds the connections open at once, counted once
+	// listen.allow admitted them (so a denied client never takes a slot);
+	// one more is closed at once and counted with result "limit".
 	// 0: DefaultMaxConnections; negative: no limit.
 	MaxConnections int
+	// MaxHandshakes bounds, per kind of listener (the TLS listeners
+	// together, the CONNECT listener on its own), the connections that
+	// have not yet sent a whole ClientHello (on the CONNECT listener: the
+	// request and then the ClientHello). When it is reached, the oldest
+	// pending connection of the source with the most pending ones is
+	// closed (result "handshake_limit") and the new one takes its place,
+	// so slow handshakes cannot starve the others, and the CONNECT
+	// listener cannot starve the TLS ones. 0: a quarter of MaxConnections,
+	// at least 1 and at most DefaultMaxHandshakes; negative: no limit.
+	MaxHandshakes int
+	// MaxConnectionsPerClient bounds the connections open at once from one
+	// client address (the PROXY header's source for a trusted balancer's
+	// connections); one more is closed at once and counted with result
+	// "client_limit". 0: DefaultMaxConnectionsPerClient; negative: no
+	// limit.
+	MaxConnectionsPerClient int
+	// ProxyHeaderTimeout bounds the time from accept until the PROXY
+	// header of a ProxyProtocolFrom connection is read; the ClientHello
+	// must still be complete within ClientHelloTimeout of the accept.
+	// 0: DefaultProxyHeaderTimeout (at most ClientHelloTimeout).
+	ProxyHeaderTimeout time.Duration
 	// Allow lists the client networks admitted; empty admits all.
 	Allow []netip.Prefix
 	// ProxyProtocolFrom lists the networks of front load balancers whose
@@ -94,13 +125,18 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
-	sessions  map[*session]struct{}
-	wg        sync.WaitGroup // one per session goroutine
-	closing   atomic.Bool
-	quit      chan struct{} // closed when shutting down starts
-	quitOnce  sync.Once
-	ctx       context.Context // canceled when connections are closed by force
-	cancel    context.CancelFunc
+	sessions  map[*session]struct{} // every connection with a goroutine
+	counted   int                   // sessions holding a max_connections slot
+	clients   map[netip.Addr]int    // slots held per client address
+	wg        sync.WaitGroup        // one per session goroutine
+	// handshakes are the pending-handshake budgets, by kind of listener
+	// (budgetOf).
+	handshakes [2]handshakeBudget
+	closing    atomic.Bool
+	quit       chan struct{} // closed when shutting down starts
+	quitOnce   sync.Once
+	ctx        context.Context // canceled when connections are closed by force
+	cancel     context.CancelFunc
 }
 
 // New checks cfg, fills in defaults and returns a server that routes with
@@ -120,6 +156,7 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		dial:      cfg.DialContext,
 		listeners: make(map[net.Listener]struct{}),
 		sessions:  make(map[*session]struct{}),
+		clients:   make(map[netip.Addr]int),
 		quit:      make(chan struct{}),
 		pipes:     newPipePool(),
 		parker:    newParker(),
@@ -134,9 +171,9 @@ func New(cfg Config, routes *Table) (*Server, error) {
 }
 
 func withDefaults(cfg *Config) error {
-	if cfg.ClientHelloTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.WarnInterval < 0 {
-		return fmt.Errorf("sni: client hello timeout %v, connect timeout %v, warn interval %v: want positive durations (0 for the default)",
-			cfg.ClientHelloTimeout, cfg.ConnectTimeout, cfg.WarnInterval)
+	if cfg.ClientHelloTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.WarnInterval < 0 || cfg.ProxyHeaderTimeout < 0 {
+		return fmt.Errorf("sni: client hello timeout %v, connect timeout %v, warn interval %v, PROXY header timeout %v: want positive durations (0 for the default)",
+			cfg.ClientHelloTimeout, cfg.ConnectTimeout, cfg.WarnInterval, cfg.ProxyHeaderTimeout)
 	}
 	set := func(d *time.Duration, def time.Duration) {
 		if *d == 0 {
@@ -147,9 +184,8 @@ func withDefaults(cfg *Config) error {
 	set(&cfg.ConnectTimeout, DefaultConnectTimeout)
 	set(&cfg.IdleTimeout, DefaultIdleTimeout)
 	set(&cfg.WarnInterval, DefaultWarnInterval)
-	if cfg.MaxConnections == 0 {
-		cfg.MaxConnections = DefaultMaxConnections
-	}
+	set(&cfg.ProxyHeaderTimeout, min(DefaultProxyHeaderTimeout, cfg.ClientHelloTimeout))
+	limitDefaults(cfg)
 	if err := checkPorts(cfg.ConnectPorts); err != nil {
 		return err
 	}
@@ -166,6 +202,22 @@ func withDefaults(cfg *Config) error {
 		cfg.DialContext = newDialer().DialContext
 	}
 	return nil
+}
+
+// limitDefaults fills in the zero connection limits.
+func limitDefaults(cfg *Config) {
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxHandshakes == 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+		if cfg.MaxConnections > 0 {
+			cfg.MaxHandshakes = min(DefaultMaxHandshakes, max(1, cfg.MaxConnections/4))
+		}
+	}
+	if cfg.MaxConnectionsPerClient == 0 {
+		cfg.MaxConnectionsPerClient = DefaultMaxConnectionsPerClient
+	}
 }
 
 func checkPorts(ports []int) error {
@@ -284,45 +336,6 @@ func (s *Server) untrackListener(ln net.Listener) {
 	delete(s.listeners, ln)
 	s.mu.Unlock()
 	ln.Close()
-}
-
-// accept tracks c and starts its goroutine, or refuses it at once when the
-// server is full or closing.
-func (s *Server) accept(c net.Conn, label, kind string) {
-	ss := newSession(c, label, kind, s.cfg.Load())
-	if result := s.track(ss); result != "" {
-		c.Close()
-		ss.end(result, nil)
-		s.finish(ss)
-		if result == resultLimit {
-			s.warnf(resultLimit, "connection refused: max_connections reached; raise max_connections (and the fd limit) or add gateways",
-				"listener", label, "client", ss.clientString(), "max_connections", ss.cfg.MaxConnections)
-		}
-		return
-	}
-	s.wg.Add(1)
-	go s.serveConn(ss)
-}
-
-// track adds ss to the connection set; it returns the result that refuses
-// it instead, if any.
-func (s *Server) track(ss *session) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing.Load() {
-		return resultShutdown
-	}
-	if ss.cfg.MaxConnections > 0 && len(s.sessions) >= ss.cfg.MaxConnections {
-		return resultLimit
-	}
-	s.sessions[ss] = struct{}{}
-	return ""
-}
-
-func (s *Server) untrack(ss *session) {
-	s.mu.Lock()
-	delete(s.sessions, ss)
-	s.mu.Unlock()
 }
 
 // Shutdown stops accepting, ends connections still reading their

@@ -64,6 +64,12 @@ type session struct {
 	up, down atomic.Int64
 	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
 	splice   spliceTunnel
+	// viaProxy: from a ProxyProtocolFrom balancer, admitted (listen.allow,
+	// slots) once its PROXY header is read.
+	viaProxy bool
+	slot     bool       // holds a max_connections slot (Server.mu)
+	clientIP netip.Addr // the slot's client address
+	pend     pending    // its place in the handshake budget while pending
 
 	mu     sync.Mutex
 	peer   net.Conn // upstream connection, closed by abort
@@ -105,6 +111,13 @@ func (ss *session) setPeer(c net.Conn) bool {
 	defer ss.mu.Unlock()
 	ss.peer = c
 	return ss.forced == ""
+}
+
+// forcedResult returns the result abort imposed, "" if none.
+func (ss *session) forcedResult() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.forced
 }
 
 func (ss *session) outcome() (string, error) {
@@ -193,30 +206,11 @@ func (s *Server) handle(ss *session) (string, error) {
 	if res, err := s.readHello(ss); res != "" {
 		return res, err
 	}
+	s.handshakeDone(ss)
 	if res, err := s.checkTunnelSNI(ss); res != "" {
 		return res, err
 	}
 	return s.forward(ss)
-}
-
-// admit arms the ClientHello deadline, reads a required PROXY header and
-// applies listen.allow to the client address.
-func (s *Server) admit(ss *session) (string, error) {
-	ss.conn.SetDeadline(ss.start.Add(ss.cfg.ClientHelloTimeout))
-	if s.closing.Load() {
-		return resultShutdown, errors.New("server shutting down")
-	}
-	if len(ss.cfg.ProxyProtocolFrom) > 0 && inPrefixes(ss.cfg.ProxyProtocolFrom, ss.client) {
-		if res, err := s.readProxy(ss); res != "" {
-			return res, err
-		}
-	}
-	if len(ss.cfg.Allow) > 0 && !inPrefixes(ss.cfg.Allow, ss.client) {
-		s.warnf(resultDenied, "connection refused: client address not in listen.allow; add its network to listen.allow if it should pass",
-			"listener", ss.listener, "client", ss.clientString())
-		return resultDenied, fmt.Errorf("client %s not in listen.allow", ss.clientString())
-	}
-	return "", nil
 }
 
 // readProxy reads the PROXY header of a connection from a trusted load
@@ -224,6 +218,9 @@ func (s *Server) admit(ss *session) (string, error) {
 func (s *Server) readProxy(ss *session) (string, error) {
 	h, rest, err := readProxyHeader(ss.conn)
 	if err != nil {
+		if res := ss.forcedResult(); res != "" {
+			return res, err
+		}
 		res := resultProxyHeader
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			res = s.timeoutResult()
@@ -265,6 +262,9 @@ func (s *Server) readHello(ss *session) (string, error) {
 // helloFailed classifies a failed ClientHello read, answers plain HTTP
 // with a 400, and logs a rate-limited Warn that says what to change.
 func (s *Server) helloFailed(ss *session, err error) (string, error) {
+	if res := ss.forcedResult(); res != "" {
+		return res, err // closed by Shutdown or to make room: nothing to advise
+	}
 	res := s.helloResult(err)
 	msg := helloAdvice[res]
 	var pe *PlainHTTPError
@@ -366,6 +366,7 @@ func (s *Server) forward(ss *session) (string, error) {
 // duration, then err when there is one.
 func (s *Server) finish(ss *session) {
 	ss.conn.Close()
+	s.handshakeDone(ss)
 	s.untrack(ss)
 	ss.releaseHello()
 	result, err := ss.outcome()
@@ -410,10 +411,16 @@ func (s *Server) finish(ss *session) {
 
 // refusal reports whether result refuses a connection before anything
 // was read from it that a log line could tell apart: one client at the
-// cap, outside listen.allow or connecting during a drain would otherwise
-// write a line per connection (253 MB in 30 s at the cap). Their
+// cap (max_connections, max_connections_per_client), outside
+// listen.allow, connecting during a drain, or a flood of slow handshakes
+// closed to make room (max_handshakes) would otherwise write a line per
+// connection (253 MB in 30 s at the cap). Their
 // connection lines are rate-limited per result, with the count held
 // back; snigate_connections_total counts every one.
 func refusal(result string) bool {
-	return result == resultLimit || result == resultDenied || result == resultShutdown
+	switch result {
+	case resultLimit, resultDenied, resultShutdown, resultClientLimit, resultHandshakeLimit:
+		return true
+	}
+	return false
 }

@@ -15,6 +15,7 @@ have ip              || need+=(iproute2)
 have dig             || need+=(dnsutils)
 have nft             || need+=(nftables)
 have sslscan         || need+=(sslscan)
+have promtool        || need+=(prometheus)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2
@@ -24,3 +25,8 @@ echo "test/deps.sh: installing ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}"
+if [[ " ${need[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+	# Only promtool is needed (deploy tests); the package also starts a
+	# Prometheus server on :9090, the admin API's default port.
+	systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+fi

@@ -18,14 +18,15 @@ type checker struct {
 	tlsConfig func() *tls.Config
 }
 
-// run performs one check of addr under ctx. sessions is the check-only
-// session cache of that host.
-func (c *checker) run(ctx context.Context, addr string, sessions tls.ClientSessionCache) error {
-	if c.check.Kind == CheckTCP {
+// run performs one check of kind (Check.Kind, or tls where Pool.checkKind
+// says) of addr under ctx. sessions is the check-only session cache of
+// that host.
+func (c *checker) run(ctx context.Context, kind CheckKind, addr string, sessions tls.ClientSessionCache) error {
+	if kind == CheckTCP {
 		return c.tcp(ctx, addr)
 	}
 	opt := sessionOptions{sessions: sessions}
-	if c.check.Kind == CheckHTTP {
+	if kind == CheckHTTP {
 		opt.nextProtos = []string{"http/1.1"}
 	}
 	var s session
@@ -33,7 +34,7 @@ func (c *checker) run(ctx context.Context, addr string, sessions tls.ClientSessi
 	if err := s.open(ctx, c.dial, addr, c.base(), opt); err != nil {
 		return err
 	}
-	if c.check.Kind == CheckTLS {
+	if kind == CheckTLS {
 		return s.confirm(ctx)
 	}
 	return c.http(ctx, &s)

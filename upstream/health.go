@@ -78,7 +78,7 @@ func (p *Pool) checkHost(ctx context.Context, i int) time.Time {
 		return start
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.Check.Timeout)
-	err := p.checker.run(cctx, h.addr, p.sessions[i])
+	err := p.checker.run(cctx, p.checkKind(h), h.addr, p.sessions[i])
 	cancel()
 	if ctx.Err() != nil {
 		return start // stopping: the result says nothing about the host

@@ -15,10 +15,12 @@ import (
 type Host struct {
 	addr   string
 	active atomic.Int64
-	usable atomic.Bool          // healthy && ready: read on every Candidates call
-	owner  atomic.Pointer[Pool] // the pool whose health checks update this host; nil: retired
-	wake   chan struct{}        // signalled when the host leaves maint: check at once
-	check  chan struct{}        // holds a token while a health check of the host runs
+	// dialFailures counts consecutive failed traffic dials (ReportDial).
+	dialFailures atomic.Int32
+	usable       atomic.Bool          // healthy && ready: read on every Candidates call
+	owner        atomic.Pointer[Pool] // the pool whose health checks update this host; nil: retired
+	wake         chan struct{}        // signalled when the host leaves maint: check at once
+	check        chan struct{}        // holds a token while a health check of the host runs
 
 	mu sync.Mutex
 	hostState
@@ -32,6 +34,8 @@ type hostState struct {
 	failures  int // consecutive failed checks while up
 	lastCheck time.Time
 	lastErr   string
+	// passiveDown: marked down by ReportDial, not up since.
+	passiveDown bool
 }
 
 // newHost returns a host that starts healthy and ready, as HAProxy's
@@ -125,6 +129,7 @@ func (h *Host) record(err error, at time.Time, rise, fall int) (changed, healthy
 	}
 	if changed {
 		h.healthy, h.successes, h.failures = !h.healthy, 0, 0
+		h.passiveDown = h.passiveDown && !h.healthy
 		h.refreshLocked()
 	}
 	return changed, h.healthy

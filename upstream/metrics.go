@@ -7,7 +7,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // reloads. A nil *Metrics is valid and records nothing.
 //
 // Series are created when a pool starts (Run), changes state or adopts
-// hosts. Pool.Adopt deletes the series of hosts a route no longer has; when
+// hosts; snigate_upstream_checks_total then starts at 0 for both results,
+// so that increase() sees the first failure. Pool.Adopt deletes the series of hosts a route no longer has; when
 // a whole route is removed, the gateway calls DeleteRoute after that route's
 // last Run has returned.
 type Metrics struct {
@@ -95,9 +96,24 @@ func (m *Metrics) countCheck(route, upstream, result string) {
 	m.checks.WithLabelValues(route, upstream, result).Inc()
 }
 
-// publish sets the gauges of h from its current state.
+// checkResults are the values of snigate_upstream_checks_total's result.
+var checkResults = [...]string{"ok", "fail"}
+
+// initChecks creates the check counters of one upstream at 0.
+func (m *Metrics) initChecks(route, upstream string) {
+	if m == nil {
+		return
+	}
+	for _, r := range checkResults {
+		m.checks.WithLabelValues(route, upstream, r).Add(0)
+	}
+}
+
+// publish sets the gauges of h from its current state and creates its
+// check counters.
 func (p *Pool) publish(h *Host) {
 	s := h.snapshot()
 	p.cfg.Metrics.setUp(p.Route(), h.addr, s.healthy)
 	p.cfg.Metrics.setState(p.Route(), h.addr, s.state)
+	p.cfg.Metrics.initChecks(p.Route(), h.addr)
 }

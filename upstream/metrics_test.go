@@ -1,11 +1,14 @@
 package upstream
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -62,6 +65,8 @@ func TestMetrics(t *testing.T) {
 	wantSet := map[string]bool{
 		"snigate_upstream_checks_total{result=fail,route=registry,upstream=10.0.0.2:443} 2": true,
 		"snigate_upstream_checks_total{result=ok,route=registry,upstream=10.0.0.3:443} 2":   true,
+		"snigate_upstream_checks_total{result=ok,route=registry,upstream=10.0.0.2:443} 0":   true, // created at 0
+		"snigate_upstream_checks_total{result=fail,route=registry,upstream=10.0.0.3:443} 0": true,
 		"snigate_upstream_state{route=registry,state=ready,upstream=10.0.0.2:443} 1":        true,
 		"snigate_upstream_state{route=registry,state=maint,upstream=10.0.0.3:443} 1":        true,
 		"snigate_upstream_up{route=registry,upstream=10.0.0.2:443} 0":                       true,
@@ -83,6 +88,35 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// Regression: a check counter appeared at its first increment, so
+// increase() missed an upstream's first failed check. Run creates both
+// results of every host at 0.
+func TestRunCreatesCheckSeriesAtZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewPedanticRegistry()
+		var d fakeDialer
+		p := mustPool(t, Config{Route: "registry", Addrs: []string{"10.0.0.1:443"}, Check: Check{Interval: time.Hour},
+			DialContext: d.DialContext, Metrics: NewMetrics(reg)})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+		synctest.Wait() // the first round passed
+		got := series(t, reg)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"snigate_upstream_checks_total{result=fail,route=registry,upstream=10.0.0.1:443} 0",
+			"snigate_upstream_checks_total{result=ok,route=registry,upstream=10.0.0.1:443} 1",
+		} {
+			if !slices.Contains(got, want) {
+				t.Errorf("after the first round: want %s in\n%s", want, strings.Join(got, "\n"))
+			}
+		}
+	})
+}
+
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.DeleteRoute("r")
@@ -90,4 +124,5 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.setUp("r", "u", true)
 	m.setState("r", "u", StateReady)
 	m.countCheck("r", "u", "ok")
+	m.initChecks("r", "u")
 }

@@ -21,7 +21,14 @@ const (
 	DefaultFall     = 3
 	DefaultRise     = 2
 	DefaultPath     = "/v2/"
+	// DefaultBalance is the selection policy of a zero Config.Balance.
+	DefaultBalance = RoundRobin
 )
+
+// DefaultExpectStatus returns the statuses a CheckHTTP passes on when
+// Check.ExpectStatus is empty: 200 and 401 (a registry answers GET /v2/
+// with 401 when it wants a token). It returns a new slice on each call.
+func DefaultExpectStatus() []int { return []int{200, 401} }
 
 // ErrUnknownUpstream is returned by Pool.SetState for an address the pool
 // does not have (the admin API answers 404).
@@ -31,7 +38,7 @@ var ErrUnknownUpstream = errors.New("unknown upstream")
 type Check struct {
 	Kind         CheckKind     // "": CheckTCP
 	Path         string        // CheckHTTP: request path and query; "": DefaultPath
-	ExpectStatus []int         // CheckHTTP: statuses that pass; empty: 200 and 401
+	ExpectStatus []int         // CheckHTTP: statuses that pass; empty: DefaultExpectStatus()
 	Interval     time.Duration // between the starts of two checks of a host; 0: DefaultInterval
 	Timeout      time.Duration // one check, dial to verdict, usually at most Interval; 0: DefaultTimeout
 	Fall         int           // consecutive failures that mark a healthy host down; 0: DefaultFall
@@ -43,7 +50,7 @@ type Check struct {
 type Config struct {
 	Route   string   // route name, used in logs, metrics and Status
 	Addrs   []string // host:port of each upstream, in configuration order
-	Balance Balance  // "": RoundRobin
+	Balance Balance  // "": DefaultBalance (RoundRobin)
 	Check   Check
 
 	// TLSConfigFunc returns the client configuration real connections
@@ -115,7 +122,7 @@ func withDefaults(cfg *Config) error {
 	}
 	switch cfg.Balance {
 	case "":
-		cfg.Balance = RoundRobin
+		cfg.Balance = DefaultBalance
 	case RoundRobin, LeastConn:
 	default:
 		return fmt.Errorf("balance %q: want roundrobin or leastconn", cfg.Balance)
@@ -154,7 +161,7 @@ func checkDefaults(c *Check) error {
 		return fmt.Errorf("health path %q: want an absolute path such as \"/v2/\"", c.Path)
 	}
 	if len(c.ExpectStatus) == 0 {
-		c.ExpectStatus = []int{200, 401}
+		c.ExpectStatus = DefaultExpectStatus()
 	}
 	for _, s := range c.ExpectStatus {
 		if s < 100 || s > 599 {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // Metrics are the admin listener's own series. Build them once per process
@@ -43,6 +45,17 @@ func (m *Metrics) instrument(handler string, h http.Handler) http.Handler {
 	}
 	c := m.requests.MustCurryWith(prometheus.Labels{"handler": handler})
 	return promhttp.InstrumentHandlerCounter(c, h)
+}
+
+// InitRoute creates route's state change counters at 0, one per state, so
+// that increase() sees the first change. DeleteRoute removes them.
+func (m *Metrics) InitRoute(route string) {
+	if m == nil {
+		return
+	}
+	for _, st := range []upstream.State{upstream.StateReady, upstream.StateDrain, upstream.StateMaint} {
+		m.stateChanges.WithLabelValues(route, string(st)).Add(0)
+	}
 }
 
 func (m *Metrics) stateChanged(route, state string) {

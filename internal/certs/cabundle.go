@@ -8,16 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/snigate/snigate/internal/filewatch"
 )
-
-// DefaultSettleDelay is how long a CABundle waits after a file-system event
-// before re-reading, so that a burst of writes is read once, whole.
-const DefaultSettleDelay = 50 * time.Millisecond
 
 // CABundleConfig configures a CABundle.
 type CABundleConfig struct {
@@ -29,7 +24,7 @@ type CABundleConfig struct {
 	Metrics *Metrics     // nil: no metrics
 
 	// PollInterval is how often Run stats the file as a backstop to
-	// file-system events. Zero: DefaultPollInterval.
+	// file-system events (internal/filewatch). Zero: DefaultPollInterval.
 	PollInterval time.Duration
 
 	// OnReloadFunc, if set, is called on Run's goroutine after a different
@@ -42,11 +37,11 @@ type CABundleConfig struct {
 // (in-place write, rename-over, Kubernetes ..data symlink swap). A bad write
 // is reported and the last good bundle stays in use.
 type CABundle struct {
-	cfg CABundleConfig
-	log *slog.Logger
-	cur atomic.Pointer[bundleState]
-	pem []byte // contents of the bundle in use; Run's goroutine only
-	id  fileID // the file's identity at the last read; Run's goroutine only
+	cfg   CABundleConfig
+	log   *slog.Logger
+	cur   atomic.Pointer[bundleState]
+	pem   []byte             // contents of the bundle in use; Run's goroutine only
+	watch *filewatch.Watcher // calls reread
 }
 
 // NewCABundle reads the bundle once; it fails if the file cannot be read or
@@ -65,7 +60,12 @@ func NewCABundle(cfg CABundleConfig) (*CABundle, error) {
 	if b.log == nil {
 		b.log = slog.Default()
 	}
-	b.id = statID(cfg.File)
+	var err error
+	b.watch, err = filewatch.New(filewatch.Config{File: cfg.File, ChangedFunc: b.reread,
+		PollInterval: cfg.PollInterval, Logger: b.log.With("route", cfg.Route, "role", cfg.Role)})
+	if err != nil {
+		return nil, b.error(err)
+	}
 	data, certs, err := readBundle(cfg.File)
 	if err != nil {
 		return nil, b.error(err)
@@ -108,81 +108,15 @@ func (b *CABundle) use(data []byte, certs []*x509.Certificate) {
 }
 
 // Run follows the file until ctx is done, then returns nil once its
-// goroutines have finished. It watches the file's directory (and, for a
-// symlink, the directory of its target) with fsnotify, so a rename-over or
-// a ..data swap is seen; a poll every PollInterval is the backstop for a
-// watch that could not be set up or lost events. Call it once.
-func (b *CABundle) Run(ctx context.Context) error {
-	var events <-chan fsnotify.Event
-	var errs <-chan error
-	if w := b.watch(); w != nil {
-		defer w.Close()
-		events, errs = w.Events, w.Errors
-	}
-	tick := time.NewTicker(b.cfg.PollInterval)
-	defer tick.Stop()
-	settle := time.NewTimer(DefaultSettleDelay)
-	settle.Stop()
-	defer settle.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			settle.Reset(DefaultSettleDelay)
-		case _, ok := <-errs:
-			// An overflow means lost events: the poll covers them.
-			if !ok {
-				errs = nil
-			}
-		case <-settle.C:
-			b.check()
-		case <-tick.C:
-			b.check()
-		}
-	}
-}
+// goroutines have finished: internal/filewatch watches the file's
+// directory (and, for a symlink, the directory of its target), so a
+// rename-over or a ..data swap is seen, with a poll every PollInterval as
+// the backstop. Call it once.
+func (b *CABundle) Run(ctx context.Context) error { return b.watch.Run(ctx) }
 
-// watch starts an fsnotify watch on the directories that hold the file, or
-// returns nil if none can be set up (the poll still runs). The caller
-// closes it.
-func (b *CABundle) watch() *fsnotify.Watcher {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		b.log.Warn("CA bundle: cannot watch for changes; polling only", "route", b.cfg.Route,
-			"role", b.cfg.Role, "file", b.cfg.File, "err", err)
-		return nil
-	}
-	for _, dir := range watchDirs(b.cfg.File) {
-		if err := w.Add(dir); err != nil {
-			b.log.Warn("CA bundle: cannot watch directory; polling it", "route", b.cfg.Route,
-				"role", b.cfg.Role, "dir", dir, "err", err)
-		}
-	}
-	return w
-}
-
-// watchDirs is the file's directory and, if the file is a symlink, the
-// directory its target is in.
-func watchDirs(file string) []string {
-	dirs := []string{filepath.Dir(file)}
-	if real, err := filepath.EvalSymlinks(file); err == nil && filepath.Dir(real) != dirs[0] {
-		dirs = append(dirs, filepath.Dir(real))
-	}
-	return dirs
-}
-
-// check re-reads the file if its identity changed since the last read.
-func (b *CABundle) check() {
-	id := statID(b.cfg.File)
-	if id == b.id {
-		return
-	}
-	b.id = id
+// reread reads the file after the watcher saw it change; a bundle equal to
+// the one in use changes nothing.
+func (b *CABundle) reread() {
 	data, certs, err := readBundle(b.cfg.File)
 	if err != nil {
 		b.failed(b.error(err))

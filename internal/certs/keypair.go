@@ -13,13 +13,16 @@ import (
 	"time"
 
 	"github.com/cloudflare/certinel/fswatcher"
+
+	"github.com/snigate/snigate/internal/filewatch"
 )
 
 // Defaults of KeyPairConfig and CABundleConfig.
 const (
 	// DefaultPollInterval is how often files are stat'ed as a backstop to
-	// file-system events (see supervise.go for why one is needed).
-	DefaultPollInterval = 2 * time.Second
+	// file-system events (see supervise.go for why one is needed); the
+	// same as every other watched file's.
+	DefaultPollInterval = filewatch.DefaultPollInterval
 	// DefaultRetryMin and DefaultRetryMax bound the exponential backoff
 	// between attempts to reload after a failure.
 	DefaultRetryMin = 100 * time.Millisecond

@@ -69,11 +69,25 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.mints.DeletePartialMatch(l)
 }
 
+// mintResults are the values of snigate_certificate_mints_total's result.
+var mintResults = [...]string{"ok", "refused", "error"}
+
+// setExpiry publishes the NotAfter of the certificate in use for route and
+// role. Every watched file sets it when it is first loaded, so it also
+// creates that file's reload counters at 0 (and, for a minter's CA, the
+// mint counters): increase() then sees the first failure.
 func (m *Metrics) setExpiry(route, role string, notAfter time.Time) {
 	if m == nil {
 		return
 	}
 	m.expiry.WithLabelValues(route, role).Set(float64(notAfter.Unix()))
+	m.reloads.WithLabelValues(route, role).Add(0)
+	m.failures.WithLabelValues(route, role).Add(0)
+	if role == RoleServeCA {
+		for _, r := range mintResults {
+			m.mints.WithLabelValues(route, r).Add(0)
+		}
+	}
 }
 
 func (m *Metrics) deleteExpiry(route, role string) {

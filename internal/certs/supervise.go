@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cloudflare/certinel/fswatcher"
+
+	"github.com/snigate/snigate/internal/filewatch"
 )
 
 // Run follows the key pair's files until ctx is done, then returns nil once
@@ -147,6 +149,14 @@ func (sv *supervisor) retryC() <-chan time.Time {
 		return nil
 	}
 	return sv.retry.C
+}
+
+// pairID is the identity of a certificate file and of its key file, the
+// same identity check internal/filewatch polls.
+type pairID struct{ cert, key filewatch.ID }
+
+func statPair(cert, key string) pairID {
+	return pairID{cert: filewatch.Stat(cert), key: filewatch.Stat(key)}
 }
 
 // backoff is an exponential delay: min, doubling on each next, up to max.

@@ -6,7 +6,10 @@ import (
 	"time"
 )
 
-// Defaults filled in by Parse for keys the file leaves out.
+// Defaults filled in by Parse for keys the file leaves out. The packages
+// that use a value export the same default (this package imports none of
+// them); internal/gateway's TestConfigDefaultsMatchPackages and
+// TestConfigEnumsMatchPackages check that both sides agree.
 const (
 	DefaultClientHelloTimeout = 5 * time.Second  // timeouts.client_hello
 	DefaultConnectTimeout     = 5 * time.Second  // timeouts.connect
@@ -53,6 +56,10 @@ const (
 	ProxyProtocolV2 = "v2"
 )
 
+// AdminUnixPrefix starts a listen.admin value that names a unix socket:
+// "unix:/run/snigate/admin.sock".
+const AdminUnixPrefix = "unix:"
+
 // Config is a validated configuration file: every default is filled in,
 // every file name is absolute and every referenced file was readable and
 // consistent when it was parsed.
@@ -64,6 +71,14 @@ type Config struct {
 	DNS            DNS      // dns: (zero Answer when the section is absent)
 	DefaultRoute   string   // default_route: "" rejects unknown names; else a route's Name
 	Routes         []Route  // routes: at least one
+
+	// MaxConnectionsPerClient is max_connections_per_client: the
+	// connections one client address may hold at once; 0: no limit.
+	MaxConnectionsPerClient int
+	// MaxHandshakes is max_handshakes: per kind of listener (TLS,
+	// CONNECT), the connections still sending their ClientHello (or
+	// CONNECT request); from 1 to MaxConnections.
+	MaxHandshakes int
 }
 
 // Listen is the listen: section. An empty address means "do not listen".

@@ -76,7 +76,7 @@ func (p *parser) adminAddr(f fields) string {
 	if !ok {
 		return ""
 	}
-	if path, isUnix := strings.CutPrefix(s, "unix:"); isUnix {
+	if path, isUnix := strings.CutPrefix(s, AdminUnixPrefix); isUnix {
 		if !strings.HasPrefix(path, "/") || path == "/" {
 			p.errorf(n.Line, f.key("admin"), "want %s, got %q (the socket path must be absolute)", want, s)
 			return ""

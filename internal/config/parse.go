@@ -16,7 +16,7 @@ import (
 
 const emptyFile = "the file is empty: want a mapping with at least listen.tls and routes"
 
-var topKeys = []string{"listen", "timeouts", "max_connections", "dns", "default_route", "routes"}
+var topKeys = []string{"listen", "timeouts", "max_connections", "max_connections_per_client", "max_handshakes", "dns", "default_route", "routes"}
 
 // Load reads the configuration file at path and parses it (see Parse).
 func Load(path string) (*Config, error) {
@@ -91,7 +91,7 @@ func (p *parser) parse(data []byte) *Config {
 	var listen fields
 	c.Listen, listen = p.listen(top)
 	c.Timeouts = p.timeouts(top)
-	c.MaxConnections = p.intAt(top, "max_connections", DefaultMaxConnections, 1)
+	p.limits(top, c)
 	c.DNS = p.dns(top, listen)
 	c.Routes = p.routes(top)
 	c.DefaultRoute = p.defaultRoute(top, c.Routes)

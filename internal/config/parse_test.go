@@ -124,6 +124,9 @@ func TestParseFullExample(t *testing.T) {
 		},
 		Timeouts:       Timeouts{ClientHello: 5 * time.Second, Connect: 4 * time.Second, Idle: 90 * time.Minute, Drain: 30 * time.Second},
 		MaxConnections: 20000,
+		// absent: the defaults (a quarter of 20000 is above the cap)
+		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
+		MaxHandshakes:           DefaultMaxHandshakesCap,
 		DNS: DNS{
 			Answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
 			TTL:     45 * time.Second,

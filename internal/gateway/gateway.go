@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/filewatch"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -54,10 +56,12 @@ type Gateway struct {
 	gen       atomic.Pointer[generation]
 	reloadMu  sync.Mutex                        // one reload at a time
 	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
+	loadedID  atomic.Pointer[filewatch.ID]      // the file's identity just before that read
 	ready     atomic.Bool
 
 	sni      *sni.Server
-	tlsPorts []int // bound ports of listen.tls, for CONNECT; under reloadMu
+	tlsPorts []int          // bound ports of listen.tls, for CONNECT; under reloadMu
+	labels   listenerLabels // listener label values of the open listeners; under reloadMu
 	dns      *dnsresponder.Server
 	admin    *admin.Server
 
@@ -87,6 +91,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.gen.Store(gen)
+	g.metrics.configLoaded(time.Now())
 	g.sni, err = sni.New(g.sniConfig(cfg), gen.routes)
 	if err != nil {
 		return nil, err
@@ -100,6 +105,7 @@ func New(opts Options) (*Gateway, error) {
 		Gatherer:  g.registry,
 		Logger:    g.log,
 		Hosts:     adminHosts(cfg.Listen.Admin),
+		Metrics:   g.metrics.admin,
 	})
 	return g, nil
 }
@@ -110,11 +116,14 @@ func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {
 		ConnectTimeout:     cfg.Timeouts.Connect,
 		IdleTimeout:        cfg.Timeouts.Idle,
 		MaxConnections:     cfg.MaxConnections,
-		Allow:              cfg.Listen.Allow,
-		ProxyProtocolFrom:  cfg.Listen.ProxyProtocolFrom,
-		ConnectPorts:       g.tlsPorts,
-		Logger:             g.log,
-		Metrics:            g.metrics.sni,
+		MaxHandshakes:      cfg.MaxHandshakes,
+		// 0 in the file is no limit; in sni.Config, negative.
+		MaxConnectionsPerClient: cmp.Or(cfg.MaxConnectionsPerClient, -1),
+		Allow:                   cfg.Listen.Allow,
+		ProxyProtocolFrom:       cfg.Listen.ProxyProtocolFrom,
+		ConnectPorts:            g.tlsPorts,
+		Logger:                  g.log,
+		Metrics:                 g.metrics.sni,
 	}
 }
 
@@ -187,4 +196,15 @@ func adminHosts(addr string) []string {
 		return []string{h}
 	}
 	return nil
+}
+
+// initSeries creates at 0, once the listeners are open, the series of
+// connections per listener and of the routes in force; reloads do the
+// same for the routes they bring.
+func (g *Gateway) initSeries(ls *listeners) {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	g.labels = ls.labels()
+	g.metrics.initListeners(g.labels)
+	g.metrics.initRoutes(g.gen.Load().cfg, g.labels)
 }

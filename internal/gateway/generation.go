@@ -160,7 +160,7 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 		return m, nil
 	}
 	kp, err := certs.NewKeyPair(certs.KeyPairConfig{
-		CertFile: s.Cert, KeyFile: s.Key, Route: rc.Name, Role: "serve",
+		CertFile: s.Cert, KeyFile: s.Key, Route: rc.Name, Role: certs.RoleServe,
 		Logger: g.log, Metrics: g.metrics.certs,
 	})
 	if err != nil {

@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"slices"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
+	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -17,34 +22,136 @@ type metrics struct {
 	upstream *upstream.Metrics
 	certs    *certs.Metrics
 	dns      *dnsresponder.Metrics
+	admin    *admin.Metrics
 
-	reloads *prometheus.CounterVec
-	ready   prometheus.Gauge
+	reloads         *prometheus.CounterVec
+	reloadOK        prometheus.Gauge
+	reloadOKSeconds prometheus.Gauge
+	ready           prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newBuildInfo(),
 	)
 	m := &metrics{
 		sni:      sni.NewMetrics(reg),
 		upstream: upstream.NewMetrics(reg),
 		certs:    certs.NewMetrics(reg),
 		dns:      dnsresponder.NewMetrics(reg),
+		admin:    admin.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
 		}, []string{"result"}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snigate_config_last_reload_successful",
+			Help: "1 when the last configuration load (at start, or the last reload) succeeded, 0 when it was rejected.",
+		}),
+		reloadOKSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snigate_config_last_reload_success_timestamp_seconds",
+			Help: "Unix time of the last successful configuration load (at start, or the last good reload).",
+		}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snigate_ready",
 			Help: "1 while the gateway's listeners are up and it is not draining.",
 		}),
 	}
-	reg.MustRegister(m.reloads, m.ready)
+	reg.MustRegister(m.reloads, m.reloadOK, m.reloadOKSeconds, m.ready)
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
 	return m
+}
+
+// configLoaded records a configuration put in force at t: at start (as
+// Prometheus does for its own) and at every good reload.
+func (m *metrics) configLoaded(t time.Time) {
+	m.reloadOK.Set(1)
+	m.reloadOKSeconds.Set(float64(t.UnixNano()) / 1e9) // as Gauge.SetToCurrentTime
+}
+
+// reloaded records the outcome of one reload attempt at t.
+func (m *metrics) reloaded(err error, t time.Time) {
+	if err != nil {
+		m.reloads.WithLabelValues("failure").Inc()
+		m.reloadOK.Set(0)
+		return
+	}
+	m.reloads.WithLabelValues("success").Inc()
+	m.configLoaded(t)
+}
+
+// listenerLabels are the listener label values of the open listeners.
+type listenerLabels struct {
+	tls     []string
+	connect string // "": no CONNECT listener
+}
+
+// labels returns the listener label values of ls, as package sni sets
+// them: each listener's address.
+func (ls *listeners) labels() listenerLabels {
+	var l listenerLabels
+	for _, ln := range ls.tls {
+		l.tls = append(l.tls, ln.Addr().String())
+	}
+	if ls.connect != nil {
+		l.connect = ls.connect.Addr().String()
+	}
+	return l
+}
+
+func (l listenerLabels) all() []string {
+	if l.connect == "" {
+		return l.tls
+	}
+	return append(slices.Clone(l.tls), l.connect)
+}
+
+// initListeners creates at 0 the series of connections that end before a
+// route is chosen, per open listener.
+func (m *metrics) initListeners(l listenerLabels) {
+	for _, ln := range l.tls {
+		m.sni.InitListener(ln, false)
+	}
+	if l.connect != "" {
+		m.sni.InitListener(l.connect, true)
+	}
+}
+
+// initRoutes creates at 0 the series of cfg's routes whose label values
+// are known when they are built (the upstream, certificate and DNS
+// forwarder series are created by their packages as they build): a first
+// failure is then visible to increase().
+func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
+	listeners := l.all()
+	for _, r := range cfg.Routes {
+		m.sni.InitRoute(r.Name, r.Upstreams, listeners)
+		m.admin.InitRoute(r.Name)
+	}
+}
+
+// prune drops, after a reload from old to cur, the series of the routes
+// cur no longer has and the dial failure series of upstreams a kept route
+// no longer has (the pools delete their own).
+func (m *metrics) prune(old, cur *config.Config) {
+	kept := make(map[string][]string, len(cur.Routes)) // route -> upstreams
+	for _, r := range cur.Routes {
+		kept[r.Name] = r.Upstreams
+	}
+	for _, r := range old.Routes {
+		ups, ok := kept[r.Name]
+		if !ok {
+			m.deleteRoute(r.Name)
+			continue
+		}
+		for _, u := range r.Upstreams {
+			if !slices.Contains(ups, u) {
+				m.sni.DeleteUpstream(r.Name, u)
+			}
+		}
+	}
 }
 
 // deleteRoute drops the series of a route that a reload removed.
@@ -52,4 +159,5 @@ func (m *metrics) deleteRoute(route string) {
 	m.sni.DeleteRoute(route)
 	m.upstream.DeleteRoute(route)
 	m.certs.DeleteRoute(route)
+	m.admin.DeleteRoute(route)
 }

@@ -5,19 +5,23 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"github.com/snigate/snigate/dnsresponder"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/filewatch"
 )
 
 const (
-	// ConfigPollInterval is how often the configuration file is compared
-	// with the one in force. A change is applied once the file has stayed
-	// the same for one interval, so a burst of writes is one reload.
-	ConfigPollInterval   = time.Second
+	// ConfigPollInterval is how often the configuration file's identity
+	// is polled, the backstop to file-system events (see watchConfig).
+	ConfigPollInterval = time.Second
+	// ConfigSettleDelay is how long the configuration file's directory
+	// must stay quiet after a change before the file is read: an editor's
+	// or a tool's burst of writes is one reload.
+	ConfigSettleDelay    = time.Second
 	adminShutdownTimeout = 2 * time.Second
 )
 
@@ -42,13 +46,12 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	if err == nil {
 		err = g.swap(ctx, old, cfg)
 	}
+	g.metrics.reloaded(err, time.Now())
 	if err != nil {
-		g.metrics.reloads.WithLabelValues("failure").Inc()
 		g.log.Error("configuration reload rejected; the running configuration stays in force",
 			"reason", reason, "err", err)
 		return err
 	}
-	g.metrics.reloads.WithLabelValues("success").Inc()
 	g.log.Info("configuration reloaded", "reason", reason, "routes", len(cfg.Routes))
 	return nil
 }
@@ -75,11 +78,8 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 		g.dns.SetHandler(gen.dns)
 	}
 	g.gen.Store(gen)
-	for _, r := range old.cfg.Routes {
-		if gen.pools[r.Name] == nil {
-			g.metrics.deleteRoute(r.Name)
-		}
-	}
+	g.metrics.prune(old.cfg, cfg)
+	g.metrics.initRoutes(cfg, g.labels)
 	g.logRoutes(gen)
 	return nil
 }
@@ -111,6 +111,8 @@ func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
 // load reads and parses the configuration file, and records the hash of
 // what it read so that the file watcher does not reload it again.
 func (g *Gateway) load() (*config.Config, error) {
+	id := filewatch.Stat(g.opts.ConfigFile)
+	g.loadedID.Store(&id)
 	data, err := os.ReadFile(g.opts.ConfigFile)
 	if err != nil {
 		return nil, config.ErrorList{{File: g.opts.ConfigFile, Msg: fmt.Sprintf("cannot read the configuration file: %v", err)}}
@@ -121,33 +123,32 @@ func (g *Gateway) load() (*config.Config, error) {
 }
 
 // watchConfig asks for a reload when the configuration file's content
-// changes and then stays the same for one poll interval. It follows
-// symlinks, so a Kubernetes ConfigMap's ..data swap is seen.
+// differs from the one last read: internal/filewatch notices the change
+// (fsnotify on the file's directory and on a symlink target's, so a
+// Kubernetes ConfigMap's ..data swap is seen; ConfigSettleDelay so that a
+// burst of writes is one reload; a poll every ConfigPollInterval as the
+// backstop; a change since the last load, before the watch, too), and the
+// content hash keeps a file SIGHUP already loaded from being loaded again.
+// It returns when ctx is done.
 func (g *Gateway) watchConfig(ctx context.Context, reloadc chan<- string) {
-	var pending []byte
-	t := time.NewTicker(ConfigPollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	changed := func() {
 		sum := fileSum(g.opts.ConfigFile)
-		switch {
-		case sum == nil || bytes.Equal(sum, g.loadedSum.Load()[:]):
-			pending = nil
-		case !bytes.Equal(sum, pending):
-			pending = sum // changed: wait until it settles
-		default:
-			pending = nil
-			select {
-			case reloadc <- "configuration file changed":
-			case <-ctx.Done():
-				return
-			}
+		if sum == nil || bytes.Equal(sum, g.loadedSum.Load()[:]) {
+			return // being replaced (read again at the next change), or in force
+		}
+		select {
+		case reloadc <- "configuration file changed":
+		default: // a reload is pending; it reads the newest file
 		}
 	}
+	w, err := filewatch.New(filewatch.Config{File: g.opts.ConfigFile, ChangedFunc: changed,
+		Since: *g.loadedID.Load(), PollInterval: ConfigPollInterval, SettleDelay: ConfigSettleDelay,
+		Logger: g.log})
+	if err != nil {
+		g.log.Error("configuration file not watched; reload with SIGHUP", "err", err)
+		return
+	}
+	w.Run(ctx)
 }
 
 // fileSum is the SHA-256 of the file's content, nil if it cannot be read

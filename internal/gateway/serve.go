@@ -39,6 +39,7 @@ func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
 	sigs, stopSignals := g.notify()
 	defer stopSignals()
 
+	g.initSeries(ls)
 	srv := &servers{errc: make(chan error, len(ls.tls)+4)}
 	g.startServers(srv, ls)
 	gen := g.gen.Load()

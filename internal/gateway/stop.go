@@ -26,7 +26,7 @@ var runSignals = []os.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, sy
 // ErrForcedStop is returned by Run when SIGQUIT, or a stop signal more
 // than RepeatStopWindow after the first, closed connections before they
 // finished.
-var ErrForcedStop = errors.New("stopped at once (SIGQUIT, or a second stop signal more than 2s after the first) before connections finished")
+var ErrForcedStop = errors.New("stopped at once (SIGQUIT, or a second stop signal more than 2s after the first) without waiting for connections to finish")
 
 // stopAction is what a signal means to a gateway that is draining.
 type stopAction int

@@ -1,9 +1,9 @@
-//go:build !linux
+//go:build !unix
 
-package certs
+package filewatch
 
 import "os"
 
 // sysID adds nothing where the platform's stat structure differs: size and
 // modification time alone identify a version of the file.
-func sysID(os.FileInfo, *fileID) {}
+func sysID(os.FileInfo, *ID) {}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package certs
+package filewatch
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 )
 
 // sysID adds the device, inode and change time that Linux reports.
-func sysID(fi os.FileInfo, id *fileID) {
+func sysID(fi os.FileInfo, id *ID) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return
