@@ -55,6 +55,8 @@ var knownMetrics = map[string][]string{
 	"snigate_config_last_reload_successful":                {},
 	"snigate_config_last_reload_success_timestamp_seconds": {},
 	"snigate_build_info":                                   {"version", "revision", "goversion"},
+	"snigate_pending_handshakes":                           {"kind"},
+	"snigate_upstream_dials_in_progress":                   {"route"},
 	// client_golang's Go and process collectors
 	"process_open_fds":              {},
 	"process_max_fds":               {},

@@ -20,16 +20,30 @@ import (
 const clientAuthProbe = 250 * time.Millisecond
 
 // bridgeTarget terminates the client's TLS and opens a TLS connection to
-// the upstream during the client's handshake, so that the client gets the
-// ALPN protocol the upstream chose. It is created per connection.
+// the upstream, so that the client gets the ALPN protocol the upstream
+// chose. When the route's ALPN memory knows what the upstreams choose for
+// the client's list, the client's handshake completes first, offering that
+// protocol, and the upstream is dialed only then: a ClientHello alone buys
+// no upstream handshake. Otherwise (the first client with that list) the
+// upstream is dialed during the client's handshake. It is created per
+// connection.
 type bridgeTarget struct {
 	s       *Server
 	ss      *session
-	up      *tls.Conn // set by configForClient
+	up      *tls.Conn // set by configForClient or dialAfterHandshake
 	release func()
 	connErr error
 	early   []byte // application data the upstream sent during the probe
+
+	hello    *tls.ClientHelloInfo // the client's, for a dial after its handshake
+	deferred bool                 // the upstream is dialed after the client's handshake
+	promised string               // the protocol the client was given then
 }
+
+// errALPNMismatch marks an upstream that chose another protocol than the
+// one the ALPN memory promised the client: the dial fails (the next
+// candidate is tried) rather than join mismatched protocols.
+var errALPNMismatch = errors.New("upstream chose another ALPN protocol than the one remembered")
 
 var _ tcpproxy.Target = (*bridgeTarget)(nil)
 
@@ -49,7 +63,14 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 	if !ok {
 		pc = &tcpproxy.Conn{Conn: c}
 	}
-	client, err := t.handshake(pc)
+	bc := &bridgeConn{Conn: pc, t: t}
+	if t.refuse(bc) {
+		return
+	}
+	client, err := t.handshake(bc)
+	if err == nil && t.deferred {
+		err = t.dialAfterHandshake()
+	}
 	if t.up != nil {
 		defer t.release()
 		defer t.up.NetConn().Close()
@@ -68,24 +89,33 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 	t.ss.end(t.copy(client))
 }
 
+// RemoteAddr is the client's address: the PROXY header's source where one
+// was received. GetCertificate sees it through ClientHelloInfo.Conn (the
+// minter's rate per client).
+func (c *bridgeConn) RemoteAddr() net.Addr { return c.t.ss.client }
+
 // handshake completes the client's TLS handshake, which dials the upstream
 // from GetConfigForClient, under the ClientHello plus connect timeouts.
-func (t *bridgeTarget) handshake(pc *tcpproxy.Conn) (*tls.Conn, error) {
+func (t *bridgeTarget) handshake(bc *bridgeConn) (*tls.Conn, error) {
 	deadline := time.Now().Add(t.ss.cfg.ClientHelloTimeout + t.ss.cfg.ConnectTimeout)
-	pc.SetDeadline(deadline)
+	bc.SetDeadline(deadline)
 	ctx, cancel := context.WithDeadline(t.s.ctx, deadline)
 	defer cancel()
 	t.ss.route.tickets.rotate(t.ss.route.serveTLS, time.Now())
-	client := tls.Server(&bridgeConn{Conn: pc, t: t}, t.ss.route.serveTLS)
+	client := tls.Server(bc, t.ss.route.serveTLS)
 	if err := client.HandshakeContext(ctx); err != nil {
 		return nil, err
 	}
-	pc.SetDeadline(time.Time{})
+	bc.SetDeadline(time.Time{})
 	return client, nil
 }
 
 func (t *bridgeTarget) handshakeFailed(err error) {
-	if t.connErr != nil {
+	switch {
+	case errors.Is(t.connErr, errDialLimit):
+		t.s.dialLimited(t.ss, t.connErr)
+		return
+	case t.connErr != nil:
 		t.s.connectFailed(t.ss, t.connErr)
 		return
 	}
@@ -109,12 +139,19 @@ func bridgeConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	return bc.t.configForClient(hello)
 }
 
-// configForClient connects to the upstream with the client's ALPN list and
-// returns the client leg's configuration offering only the protocol the
-// upstream chose. An error makes crypto/tls send an internal_error alert.
+// configForClient returns the client leg's configuration offering only
+// the protocol the upstream chose: the one the route's ALPN memory
+// remembers for the client's list (the upstream is dialed after the
+// handshake), else the one the upstream chooses now, dialed with the
+// client's list. An error makes crypto/tls send an internal_error alert.
 func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	t.hello = hello
+	if proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos); ok && t.up == nil && t.ss.route.available() {
+		t.deferred, t.promised = true, proto
+		return t.ss.route.serveConfig(proto), nil
+	}
 	if t.up == nil {
-		c, release, err := t.s.connect(hello.Context(), t.ss, t.dialTLS(hello))
+		c, release, err := t.s.boundedConnect(hello.Context(), t.ss, t.dialTLS(hello))
 		if err != nil {
 			t.connErr = err
 			return nil, err
@@ -122,6 +159,32 @@ func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config,
 		t.up, t.release = c.(*tls.Conn), release
 	}
 	return t.ss.route.serveConfig(t.up.ConnectionState().NegotiatedProtocol), nil
+}
+
+// availability is the optional capability of a route's Upstreams that
+// tells, without taking a turn of the rotation, whether any host would be
+// a candidate (*upstream.Pool has it). A route whose upstreams are all
+// down, draining or in maintenance is refused during the client's
+// handshake, with an alert, rather than after it.
+type availability interface{ Available() bool }
+
+func (r *Route) available() bool {
+	a, ok := r.Pool.(availability)
+	return !ok || a.Available()
+}
+
+// dialAfterHandshake dials the upstream once the client's handshake is
+// done, for a connection promised a protocol from the ALPN memory. The
+// client has been told nothing else yet, so a failed dial still moves on
+// to the next candidate.
+func (t *bridgeTarget) dialAfterHandshake() error {
+	c, release, err := t.s.boundedConnect(t.s.ctx, t.ss, t.dialTLS(t.hello))
+	if err != nil {
+		t.connErr = err
+		return err
+	}
+	t.up, t.release = c.(*tls.Conn), release
+	return nil
 }
 
 // dialTLS returns the dialFunc of this connection: TCP, the TLS handshake
@@ -144,8 +207,24 @@ func (t *bridgeTarget) dialTLS(hello *tls.ClientHelloInfo) dialFunc {
 			raw.Close()
 			return nil, err
 		}
+		if err := t.learnALPN(addr, c); err != nil {
+			raw.Close()
+			return nil, err
+		}
 		return c, nil
 	}
+}
+
+// learnALPN records what the upstream at addr chose for the client's
+// list and, for a connection promised a protocol, fails the dial when the
+// upstream chose another.
+func (t *bridgeTarget) learnALPN(addr string, c *tls.Conn) error {
+	got := c.ConnectionState().NegotiatedProtocol
+	t.ss.route.alpn.learn(addr, t.hello.SupportedProtos, got)
+	if t.deferred && got != t.promised {
+		return fmt.Errorf("%w: the client was given %q, the upstream chose %q (remembered from now on)", errALPNMismatch, t.promised, got)
+	}
+	return nil
 }
 
 // confirmClientAuth waits, after a TLS 1.3 handshake in which the upstream

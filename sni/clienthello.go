@@ -56,6 +56,7 @@ type ClientHello struct {
 	Records           int      // TLS records the message spanned
 
 	versions [8]uint16 // backs SupportedVersions when it fits: no allocation
+	suites   suiteSet  // the offered suites crypto/tls implements
 }
 
 var helloBufPool = sync.Pool{New: func() any { b := make([]byte, 0, helloBufferSize); return &b }}

@@ -17,6 +17,9 @@ func (hello *ClientHello) parse(msg []byte) error {
 	}
 	copy(hello.Random[:], random)
 	hello.SessionIDLen, hello.CipherSuites = len(sid), len(suites)/2
+	for i := 0; i < len(suites); i += 2 {
+		hello.suites.add(uint16(suites[i])<<8 | uint16(suites[i+1]))
+	}
 	if len(s) == 0 {
 		return nil // no extensions (pre-TLS 1.2 style)
 	}

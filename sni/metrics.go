@@ -21,6 +21,7 @@ type Metrics struct {
 	dialFailures   *prometheus.CounterVec   // route, upstream
 	pending        *prometheus.GaugeVec     // kind
 	pendingByKind  [2]prometheus.Gauge      // pending's tls and connect children
+	dialsActive    *prometheus.GaugeVec     // route
 
 	// unrouted caches connections' children of connections that ended
 	// before a route was chosen (route ""), as routeMetrics.ended does for
@@ -93,10 +94,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_pending_handshakes",
 			Help: "Connections that have not yet sent a whole ClientHello (CONNECT: request and ClientHello), by kind of listener (tls, connect); bounded by max_handshakes per kind.",
 		}, []string{"kind"}),
+		dialsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snigate_upstream_dials_in_progress",
+			Help: "Upstream dials of bridge routes in progress (TCP plus the upstream TLS handshake, retries included), bounded by max_dials.",
+		}, []string{"route"}),
 	}
 	m.pendingByKind = [2]prometheus.Gauge{m.pending.WithLabelValues(kindTLS), m.pending.WithLabelValues(kindConnect)}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures, m.pending)
+		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures, m.pending, m.dialsActive)
 	}
 	return m
 }
@@ -114,12 +119,14 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.connectSeconds.DeletePartialMatch(l)
 	m.durationSecs.DeletePartialMatch(l)
 	m.dialFailures.DeletePartialMatch(l)
+	m.dialsActive.DeletePartialMatch(l)
 }
 
 // Results a connection can end with, for creating the series at 0.
 var (
 	// routedResults end a connection after a route was chosen.
-	routedResults = []string{resultOK, resultNoUpstream, resultUpstreamError, resultIdle, resultClientError, resultShutdown}
+	routedResults = []string{resultOK, resultNoUpstream, resultUpstreamError, resultIdle, resultClientError, resultShutdown,
+		resultTLSVersion, resultNoCipher, resultNameRefused, resultMintLimit, resultDialLimit}
 	// unroutedResults end one before (route ""), on every listener.
 	unroutedResults = []string{resultNotTLS, resultPlainHTTP, resultTimeout, resultTooLarge, resultBadHello,
 		resultUnknownSNI, resultDenied, resultLimit, resultClientLimit, resultHandshakeLimit, resultProxyHeader, resultClientError, resultShutdown}
@@ -220,6 +227,7 @@ type routeMetrics struct {
 	active   prometheus.Gauge
 	connect  prometheus.Observer
 	duration prometheus.Observer
+	dials    prometheus.Gauge
 	route    string
 	ended    endedCounters
 }
@@ -242,6 +250,7 @@ func (m *Metrics) forRoute(r *Route) *routeMetrics {
 		active:   m.active.WithLabelValues(r.Name),
 		connect:  m.connectSeconds.WithLabelValues(r.Name),
 		duration: m.durationSecs.WithLabelValues(r.Name),
+		dials:    m.dialsActive.WithLabelValues(r.Name),
 		route:    r.Name,
 	}
 	r.metrics.p.Store(rm)
@@ -268,5 +277,17 @@ func (rm *routeMetrics) activeInc() {
 func (rm *routeMetrics) activeDec() {
 	if rm != nil {
 		rm.active.Dec()
+	}
+}
+
+func (rm *routeMetrics) dialStarted() {
+	if rm != nil {
+		rm.dials.Inc()
+	}
+}
+
+func (rm *routeMetrics) dialEnded() {
+	if rm != nil {
+		rm.dials.Dec()
 	}
 }

@@ -1,11 +1,13 @@
 package sni
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/snigate/snigate/upstream"
 )
@@ -84,11 +86,22 @@ type Route struct {
 	UpstreamTLSFunc func() *tls.Config
 	// BridgeFunc, bridge only: nil copies bytes both ways.
 	BridgeFunc BridgeFunc
+	// MaxDials, bridge only, bounds the route's upstream dials in progress
+	// (each an upstream TLS handshake with the edge identity); a dial over
+	// it waits up to DialQueueWait, then the connection is refused with
+	// result "dial_limit". 0: DefaultMaxDials; negative: no bound.
+	MaxDials int
+	// MaxDialsPerClient, bridge only, bounds them per client address in
+	// the same way. 0: DefaultMaxDialsPerClient; negative: no bound.
+	MaxDialsPerClient int
 
 	once     sync.Once
 	sessions tls.ClientSessionCache // upstream leg, per route
 	serveTLS *tls.Config            // client leg, shared so that ticket keys persist
 	tickets  ticketKeys             // serveTLS's, rotated every TicketKeyRotation
+	alpn     alpnMemory             // what each upstream chose for each ALPN list
+	dials    dialSlots              // upstream dials in progress
+	dialWait time.Duration          // tests: replaces DialQueueWait when set
 	metrics  routeMetricsCache
 }
 
@@ -104,11 +117,22 @@ func (r *Route) prepare() {
 		}
 		r.sessions = tls.NewLRUClientSessionCache(sessionCacheSize)
 		r.tickets.every = TicketKeyRotation
+		r.dials.max = orDefault(r.MaxDials, DefaultMaxDials)
+		r.dials.perClient = orDefault(r.MaxDialsPerClient, DefaultMaxDialsPerClient)
+		r.dials.wait = cmp.Or(r.dialWait, DialQueueWait)
 		r.serveTLS = &tls.Config{
 			MinVersion:         tls.VersionTLS12,
 			GetConfigForClient: bridgeConfigForClient,
 		}
 	})
+}
+
+// orDefault is n, or def when n is 0.
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
 }
 
 // Table maps server names to routes. Build it with NewTable; it is

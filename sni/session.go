@@ -416,10 +416,11 @@ func (s *Server) finish(ss *session) {
 // closed to make room (max_handshakes) would otherwise write a line per
 // connection (253 MB in 30 s at the cap). Their
 // connection lines are rate-limited per result, with the count held
-// back; snigate_connections_total counts every one.
+// back; snigate_connections_total counts every one. A bridge route's
+// dial_limit and mint_limit are floods from one client too.
 func refusal(result string) bool {
 	switch result {
-	case resultLimit, resultDenied, resultShutdown, resultClientLimit, resultHandshakeLimit:
+	case resultLimit, resultDenied, resultShutdown, resultClientLimit, resultHandshakeLimit, resultDialLimit, resultMintLimit:
 		return true
 	}
 	return false

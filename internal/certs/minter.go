@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,7 @@ import (
 // Defaults of MinterConfig.
 const (
 	DefaultLeafValidity = 7 * 24 * time.Hour // a minted leaf's lifetime
-	DefaultMaxLeaves    = 4096               // cached leaves; beyond, the one due first is dropped
+	DefaultMaxLeaves    = 4096               // cached leaves; beyond, the least recently served is dropped
 )
 
 // MinterConfig configures a Minter.
@@ -37,8 +38,19 @@ type MinterConfig struct {
 	// RenewBefore is how long before a leaf expires it is replaced. Zero:
 	// Validity/3. It must be shorter than Validity.
 	RenewBefore time.Duration
-	// MaxLeaves bounds the cache. Zero: DefaultMaxLeaves.
+	// MaxLeaves bounds the cache of minted leaves; a new name beyond it
+	// drops the least recently served leaf. Zero: DefaultMaxLeaves.
 	MaxLeaves int
+	// MintRate is how many new names a second one client address (the
+	// handshake's ClientHelloInfo.Conn.RemoteAddr) may have minted, after
+	// a burst of MintBurst; names already cached are not limited, and
+	// neither is a ClientHelloInfo without a Conn. Over it, GetCertificate
+	// and CheckName fail with ErrMintRateLimited. Zero: DefaultMintRate;
+	// negative: no limit.
+	MintRate float64
+	// MintBurst is the number of new names a client may have minted at
+	// once. Zero: DefaultMintBurst.
+	MintBurst int
 	// PollInterval is passed to the CA files' KeyPair. Zero:
 	// DefaultPollInterval.
 	PollInterval time.Duration
@@ -65,8 +77,9 @@ type Minter struct {
 	caPair *KeyPair
 	ca     atomic.Pointer[issuer]
 
+	rate     mintLimiter
 	mu       sync.Mutex
-	leaves   map[string]*leaf     // by canonical name
+	leaves   *leafCache           // by canonical name
 	inflight map[string]*mintCall // by canonical name
 	stopped  bool                 // Run has ended: no more background mints
 	wg       sync.WaitGroup       // background renewals
@@ -76,6 +89,7 @@ type Minter struct {
 
 // leaf is a cached minted certificate.
 type leaf struct {
+	name    string // canonical
 	cert    *tls.Certificate
 	iss     *issuer
 	renewAt time.Time
@@ -95,7 +109,8 @@ func NewMinter(cfg MinterConfig) (*Minter, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	m := &Minter{cfg: cfg, log: cfg.Logger, leaves: map[string]*leaf{}, inflight: map[string]*mintCall{}}
+	m := &Minter{cfg: cfg, log: cfg.Logger, leaves: newLeafCache(cfg.MaxLeaves), inflight: map[string]*mintCall{}}
+	m.rate.rate, m.rate.burst = cfg.MintRate, cfg.MintBurst
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -134,6 +149,12 @@ func (c *MinterConfig) setDefaults() error {
 	if c.MaxLeaves <= 0 {
 		c.MaxLeaves = DefaultMaxLeaves
 	}
+	if c.MintRate == 0 {
+		c.MintRate = DefaultMintRate
+	}
+	if c.MintBurst <= 0 {
+		c.MintBurst = DefaultMintBurst
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -142,21 +163,20 @@ func (c *MinterConfig) setDefaults() error {
 
 // GetCertificate returns the leaf for hello.ServerName, minting it on first
 // use (the shape of tls.Config.GetCertificate). It fails for a ClientHello
-// without SNI (ErrNoServerName), a name that is not a valid host name, and a
-// name outside the CA's name constraints (errors.Is ErrNameNotPermitted).
+// without SNI (ErrNoServerName), a name that is not a valid host name, a
+// name outside the CA's name constraints (errors.Is ErrNameNotPermitted),
+// and a new name for a client over MintRate (errors.Is ErrMintRateLimited).
 func (m *Minter) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	m.caPair.observe()
-	if hello == nil || hello.ServerName == "" {
-		m.cfg.Metrics.minted(m.cfg.Route, "refused")
-		return nil, ErrNoServerName
-	}
-	name := canonicalName(hello.ServerName)
-	iss := m.ca.Load()
-	if err := m.check(name, iss); err != nil {
-		m.cfg.Metrics.minted(m.cfg.Route, "refused")
+	name, iss, err := m.admit(hello)
+	if err != nil {
 		return nil, err
 	}
-	cert, call, leader := m.lookup(name, iss)
+	cert, call, leader, err := m.lookup(name, iss, clientAddr(hello.Conn))
+	if err != nil {
+		m.cfg.Metrics.minted(m.cfg.Route, "rate_limited")
+		return nil, err
+	}
 	if cert != nil {
 		return cert, nil
 	}
@@ -166,6 +186,43 @@ func (m *Minter) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 		m.joinHook(name)
 	}
 	return m.await(helloContext(hello), name, call)
+}
+
+// CheckName reports, without minting, whether GetCertificate would serve
+// hello now: the same errors for the name, and ErrMintRateLimited for a
+// new name from a client out of budget (nothing is spent). The bridge
+// asks it before it dials an upstream, so that a refused name costs no
+// upstream handshake.
+func (m *Minter) CheckName(hello *tls.ClientHelloInfo) error {
+	name, iss, err := m.admit(hello)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cachedLocked(name, iss, m.cfg.Now()) != nil || m.inflight[name] != nil {
+		return nil
+	}
+	if err := m.rate.allow(clientAddr(hello.Conn), m.cfg.Now(), false); err != nil {
+		m.cfg.Metrics.minted(m.cfg.Route, "rate_limited")
+		return err
+	}
+	return nil
+}
+
+// admit checks hello's name against the route and the CA in use.
+func (m *Minter) admit(hello *tls.ClientHelloInfo) (string, *issuer, error) {
+	if hello == nil || hello.ServerName == "" {
+		m.cfg.Metrics.minted(m.cfg.Route, "refused")
+		return "", nil, ErrNoServerName
+	}
+	name := canonicalName(hello.ServerName)
+	iss := m.ca.Load()
+	if err := m.check(name, iss); err != nil {
+		m.cfg.Metrics.minted(m.cfg.Route, "refused")
+		return "", nil, err
+	}
+	return name, iss, nil
 }
 
 func (m *Minter) check(name string, iss *issuer) error {
@@ -200,24 +257,37 @@ func helloContext(hello *tls.ClientHelloInfo) context.Context {
 
 // lookup returns the cached leaf for name if it is still valid (starting a
 // background renewal when it is due), else the mint to wait for, creating
-// it (leader) if none is in flight.
-func (m *Minter) lookup(name string, iss *issuer) (cert *tls.Certificate, call *mintCall, leader bool) {
+// it (leader) if none is in flight and client's budget allows a new name.
+func (m *Minter) lookup(name string, iss *issuer, client netip.Addr) (cert *tls.Certificate, call *mintCall, leader bool, err error) {
 	now := m.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if l := m.leaves[name]; l != nil && l.iss == iss && now.Before(l.cert.Leaf.NotAfter) {
+	if l := m.cachedLocked(name, iss, now); l != nil {
+		m.leaves.get(name)
 		l.used.Store(true)
 		if !now.Before(l.renewAt) {
 			m.renewLocked(name, iss)
 		}
-		return l.cert, nil, false
+		return l.cert, nil, false, nil
 	}
 	if call = m.inflight[name]; call != nil {
-		return nil, call, false
+		return nil, call, false, nil
+	}
+	if err := m.rate.allow(client, now, true); err != nil {
+		return nil, nil, false, err
 	}
 	call = &mintCall{done: make(chan struct{})}
 	m.inflight[name] = call
-	return nil, call, true
+	return nil, call, true, nil
+}
+
+// cachedLocked returns the cached leaf for name if it is of iss and not
+// expired. m.mu is held.
+func (m *Minter) cachedLocked(name string, iss *issuer, now time.Time) *leaf {
+	if l := m.leaves.peek(name); l != nil && l.iss == iss && now.Before(l.cert.Leaf.NotAfter) {
+		return l
+	}
+	return nil
 }
 
 // renewLocked starts a background mint for name unless one is in flight or
@@ -263,10 +333,7 @@ func (m *Minter) store(name string, iss *issuer, call *mintCall, now time.Time) 
 	if call.err != nil || m.ca.Load() != iss {
 		return
 	}
-	if _, ok := m.leaves[name]; !ok && len(m.leaves) >= m.cfg.MaxLeaves {
-		m.evictLocked()
-	}
-	m.leaves[name] = &leaf{cert: call.cert, iss: iss, renewAt: m.renewAt(call.cert, now)}
+	m.leaves.put(&leaf{name: name, cert: call.cert, iss: iss, renewAt: m.renewAt(call.cert, now)})
 	m.updateExpiryLocked()
 }
 
@@ -278,27 +345,15 @@ func (m *Minter) renewAt(c *tls.Certificate, now time.Time) time.Time {
 	return c.Leaf.NotAfter.Add(-min(m.cfg.RenewBefore, lifetime/3))
 }
 
-// evictLocked drops the cached leaf due for renewal first.
-func (m *Minter) evictLocked() {
-	var victim string
-	var at time.Time
-	for name, l := range m.leaves {
-		if victim == "" || l.renewAt.Before(at) {
-			victim, at = name, l.renewAt
-		}
-	}
-	delete(m.leaves, victim)
-}
-
 // updateExpiryLocked sets the serve expiry metric to the earliest NotAfter
 // among cached leaves.
 func (m *Minter) updateExpiryLocked() {
 	var first time.Time
-	for _, l := range m.leaves {
+	m.leaves.each(func(l *leaf) {
 		if na := l.cert.Leaf.NotAfter; first.IsZero() || na.Before(first) {
 			first = na
 		}
-	}
+	})
 	if first.IsZero() {
 		m.cfg.Metrics.deleteExpiry(m.cfg.Route, RoleServe)
 		return

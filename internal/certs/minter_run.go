@@ -51,14 +51,14 @@ func (m *Minter) sweep() {
 	iss := m.ca.Load()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name, l := range m.leaves {
+	m.leaves.each(func(l *leaf) {
 		switch {
 		case !now.Before(l.cert.Leaf.NotAfter), !now.Before(l.renewAt) && !l.used.Load():
-			delete(m.leaves, name)
+			m.leaves.remove(l.name)
 		case !now.Before(l.renewAt):
-			m.renewLocked(name, iss)
+			m.renewLocked(l.name, iss)
 		}
-	}
+	})
 	m.updateExpiryLocked()
 }
 
@@ -78,8 +78,8 @@ func (m *Minter) caReloaded(c *tls.Certificate, err error) {
 	}
 	m.ca.Store(iss)
 	m.mu.Lock()
-	dropped := len(m.leaves)
-	m.leaves = map[string]*leaf{}
+	dropped := m.leaves.len()
+	m.leaves = newLeafCache(m.cfg.MaxLeaves)
 	m.inflight = map[string]*mintCall{}
 	m.updateExpiryLocked()
 	m.mu.Unlock()

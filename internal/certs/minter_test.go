@@ -444,7 +444,7 @@ func TestMinterSweep(t *testing.T) {
 	m.sweep()
 	m.waitInflight("a.registry.example.com")
 	m.mu.Lock()
-	a, b := m.leaves["a.registry.example.com"], m.leaves["b.registry.example.com"]
+	a, b := m.leaves.peek("a.registry.example.com"), m.leaves.peek("b.registry.example.com")
 	m.mu.Unlock()
 	if a == nil || a.cert == used {
 		t.Error("the sweep did not renew a leaf in use")

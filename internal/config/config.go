@@ -24,6 +24,8 @@ const (
 	DefaultHealthTimeout      = 2 * time.Second // health.timeout
 	DefaultHealthFall         = 3               // health.fall
 	DefaultHealthRise         = 2               // health.rise
+	DefaultMaxDials           = 64              // routes[].max_dials (bridge), as sni.DefaultMaxDials
+	DefaultMaxDialsPerClient  = 8               // routes[].max_dials_per_client (bridge), as sni.DefaultMaxDialsPerClient
 )
 
 // DefaultExpectStatus returns the default health.expect_status, [200, 401]
@@ -123,6 +125,10 @@ type Route struct {
 	Health        Health
 	Serve         Serve       // bridge only; zero in splice mode
 	UpstreamTLS   UpstreamTLS // bridge only; zero in splice mode
+	// MaxDials and MaxDialsPerClient, bridge only (0 in splice mode), bound
+	// the upstream dials in progress of the route, in all and per client
+	// address; at least 1.
+	MaxDials, MaxDialsPerClient int
 }
 
 // Health is a route's health: section, defaults filled in.

@@ -191,7 +191,7 @@ max_connections: 0
 		"snigate.yaml:3: routes: required: at least one route (name, sni, mode, upstreams)",
 	}},
 	{name: "route is not a mapping", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - registry\n", want: []string{
-		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, got "registry"`,
+		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, got "registry"`,
 	}},
 	{name: "route keys required", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - balance: leastconn\n", want: []string{
 		`snigate.yaml:4: routes[0].name: required: a name such as "registry" (letters, digits, '-', '_', '.')`,
@@ -200,7 +200,7 @@ max_connections: 0
 		`snigate.yaml:4: routes[0].upstreams: required: one or more addresses such as ["10.1.0.10:443"]`,
 	}},
 	{name: "route unknown and duplicate keys", yaml: minimalSplice + "    helth: {}\n    mode: bridge\n", want: []string{
-		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls`,
+		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client`,
 		"snigate.yaml:9: routes[0].mode: duplicate key (first at line 6)",
 	}},
 	{name: "route enums", yaml: `listen:
@@ -305,6 +305,13 @@ routes:
 	}},
 	{name: "serve cipher_suites", yaml: strings.Replace(minimalBridge, "key: serve.key}", "key: serve.key, cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA, tls_ecdhe_ecdsa_with_aes_128_gcm_sha256]}", 1), want: []string{
 		`snigate.yaml:8: routes[0].serve.cipher_suites[0]: want a secure TLS 1.2 cipher suite (` + strings.Join(secureSuiteNames(), ", ") + `), got "TLS_RSA_WITH_AES_128_CBC_SHA"`,
+	}},
+	{name: "max_dials below 1", yaml: minimalBridge + "    max_dials: 0\n    max_dials_per_client: many\n", want: []string{
+		`snigate.yaml:10: routes[0].max_dials: want an integer of at least 1, got 0`,
+		`snigate.yaml:11: routes[0].max_dials_per_client: want an integer of at least 1, got "many"`,
+	}},
+	{name: "max_dials on a splice route", yaml: minimalSplice + "    max_dials: 16\n", want: []string{
+		`snigate.yaml:8: routes[0].max_dials: only allowed in bridge mode (this route is mode: splice); remove it or use mode: bridge`,
 	}},
 	{name: "serve key exchanges", yaml: strings.Replace(minimalBridge, "key: serve.key}", "key: serve.key, key_exchanges: [X25519, mlkem]}", 1), want: []string{
 		`snigate.yaml:8: routes[0].serve.key_exchanges[1]: want one of x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, secp256r1, secp384r1, secp521r1, got "mlkem"`,

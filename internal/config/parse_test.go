@@ -143,6 +143,7 @@ func TestParseFullExample(t *testing.T) {
 				Interval: 3 * time.Second, Timeout: 2 * time.Second, Fall: 3, Rise: 2},
 			Serve:       Serve{Cert: in("serve.crt"), Key: in("serve.key")},
 			UpstreamTLS: UpstreamTLS{Cert: in("client.crt"), Key: in("client.key"), CA: in("ca.crt")},
+			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient,
 		}, {
 			Name: "git", Line: 48,
 			SNI: []string{"git.example.com"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
@@ -157,6 +158,7 @@ func TestParseFullExample(t *testing.T) {
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
 			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key"), KeyExchanges: []tls.CurveID{tls.X25519, tls.X25519MLKEM768}},
 			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com", KeyExchanges: []tls.CurveID{tls.X25519}},
+			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient,
 		}},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -276,5 +278,32 @@ routes:
 	}
 	if !slices.Equal(c.Routes[1].Upstreams, c.Routes[0].Upstreams) {
 		t.Errorf("aliased upstreams = %q, want %q", c.Routes[1].Upstreams, c.Routes[0].Upstreams)
+	}
+}
+
+// routes[].max_dials and max_dials_per_client: bridge defaults, values
+// set, nothing on splice routes.
+func TestParseDialBounds(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	tests := []struct {
+		name                string
+		yaml                string
+		perRoute, perClient int
+	}{
+		{name: "bridge defaults", yaml: minimalBridge, perRoute: DefaultMaxDials, perClient: DefaultMaxDialsPerClient},
+		{name: "bridge set", yaml: minimalBridge + "    max_dials: 200\n    max_dials_per_client: 2\n", perRoute: 200, perClient: 2},
+		{name: "splice", yaml: minimalSplice},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := c.Routes[0]; r.MaxDials != tc.perRoute || r.MaxDialsPerClient != tc.perClient {
+				t.Errorf("MaxDials %d, MaxDialsPerClient %d; want %d, %d", r.MaxDials, r.MaxDialsPerClient, tc.perRoute, tc.perClient)
+			}
+		})
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-var routeKeys = []string{"name", "sni", "mode", "upstreams", "balance", "proxy_protocol", "health", "serve", "upstream_tls"}
+var routeKeys = []string{"name", "sni", "mode", "upstreams", "balance", "proxy_protocol", "health", "serve", "upstream_tls",
+	"max_dials", "max_dials_per_client"}
 
 // validRouteName is what a route name may contain: it appears in metric
 // labels, log lines and the runtime API's URL paths.
@@ -55,7 +56,20 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	r.Health = p.health(f, r.Mode)
 	r.Serve = p.serve(f, r.Mode)
 	r.UpstreamTLS = p.upstreamTLS(f, r.Mode)
+	r.MaxDials, r.MaxDialsPerClient = p.dialBounds(f, r.Mode)
 	return r, refs
+}
+
+// dialBounds returns a bridge route's max_dials and max_dials_per_client:
+// the upstream dials (each an mTLS handshake with the edge identity) in
+// progress at once, per route and per client address.
+func (p *parser) dialBounds(f fields, mode string) (perRoute, perClient int) {
+	if mode == ModeSplice {
+		p.notInMode(f, "max_dials", mode, ModeBridge)
+		p.notInMode(f, "max_dials_per_client", mode, ModeBridge)
+		return 0, 0
+	}
+	return p.intAt(f, "max_dials", DefaultMaxDials, 1), p.intAt(f, "max_dials_per_client", DefaultMaxDialsPerClient, 1)
 }
 
 // require records "name: required: want" unless ok or name already has an error.
