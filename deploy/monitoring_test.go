@@ -46,6 +46,7 @@ var knownMetrics = map[string][]string{
 	"snigate_dns_upstream_up":                              {"upstream"},
 	"snigate_dns_upstream_requests_total":                  {"upstream", "result"},
 	"snigate_dns_tcp_connections_refused_total":            {},
+	"snigate_dns_tcp_connections_evicted_total":            {},
 	"snigate_upstream_state":                               {"route", "upstream", "state"},
 	"snigate_certificate_reloads_total":                    {"route", "role"},
 	"snigate_certificate_mints_total":                      {"route", "result"},

@@ -8,15 +8,17 @@
 //   - Policy: the answer for a routed name (A/AAAA from the configured
 //     addresses, NOERROR with an SOA for every other type). It knows no
 //     transport and is shared with the CoreDNS plugin (coredns-plugin/).
-//   - Handler: a dns.Handler that checks the query, asks the Policy, and
-//     forwards the rest (in order, failing over on timeout, network error
-//     or SERVFAIL); it handles EDNS0 and truncation and counts every query.
+//   - Handler: a dns.Handler that checks the client (Config.Allow: others
+//     get REFUSED) and the query, asks the Policy, and forwards the rest
+//     (in order, failing over on timeout, network error or SERVFAIL); it
+//     handles EDNS0 and truncation and counts every query.
 //   - Server: UDP and TCP on sockets the caller opened, with a handler
 //     that can be swapped on reload. UDP has its own loop: one reading
 //     goroutine answering batches of queries (recvmmsg/sendmmsg on Linux),
 //     a routed name's reply built straight from the query's bytes (no
 //     dns.Msg, no allocation), forwarded queries on bounded goroutines.
-//     TCP is miekg/dns's server.
+//     TCP is miekg/dns's server behind a limit of MaxTCPConns (the one idle
+//     longest makes room for a new one) and MaxTCPConnsPerClient.
 //
 // Usage:
 //

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -34,6 +35,11 @@ type Config struct {
 	// forwarders; when it runs out the client gets SERVFAIL. Zero:
 	// DefaultForwardBudget.
 	ForwardBudget time.Duration
+	// Allow lists the client networks answered (dns.allow, else
+	// listen.allow). A query from any other client gets REFUSED, routed
+	// names included, counted with result denied. Empty: every client is
+	// answered.
+	Allow []netip.Prefix
 	// Logger receives forwarder state changes and rate-limited warnings
 	// about bad queries. Nil: slog.Default().
 	Logger *slog.Logger
@@ -48,6 +54,7 @@ type Config struct {
 type Handler struct {
 	policy *Policy
 	fwd    exchanger // nil: no forwarders, REFUSED
+	allow  allowList // empty: every client
 	logger *slog.Logger
 	warn   *warnLimiter
 	m      *Metrics
@@ -72,6 +79,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		policy: NewPolicy(cfg.Names, cfg.Answer, cfg.TTL),
+		allow:  slices.Clone(allowList(cfg.Allow)),
 		logger: logger,
 		warn:   newWarnLimiter(logger),
 		m:      cfg.Metrics,
@@ -86,6 +94,11 @@ func (cfg *Config) validate() error {
 	for i, a := range cfg.Answer {
 		if !a.IsValid() {
 			return fmt.Errorf("dns answer[%d]: want an IP address such as 192.0.2.10, got the zero address", i)
+		}
+	}
+	for i, p := range cfg.Allow {
+		if !p.IsValid() {
+			return fmt.Errorf("dns allow[%d]: want a CIDR such as 10.0.0.0/8, got the zero prefix", i)
 		}
 	}
 	for i, addr := range cfg.Forward {
@@ -150,6 +163,9 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 
 // serve writes the reply to req, if any, and returns the result label.
 func (h *Handler) serve(w dns.ResponseWriter, req *dns.Msg) string {
+	if h.denied(w, req) {
+		return h.deny(w, req)
+	}
 	if result, err := queryProblem(req); err != nil {
 		return h.reject(w, req, result, err)
 	}
@@ -212,6 +228,10 @@ func (h *Handler) InvalidMsg(m []byte, err error) {
 
 // TCPRefused counts a TCP connection the server closed over its limit.
 func (h *Handler) TCPRefused() { h.m.tcpRefused() }
+
+// TCPEvicted counts an idle TCP connection the server closed to admit a
+// new one.
+func (h *Handler) TCPEvicted() { h.m.tcpEvicted() }
 
 // mayBlock reports whether answering req may wait on the network: a
 // well-formed IN query about a name that is not routed, with forwarders

@@ -20,6 +20,7 @@ const (
 	ResultNotImp    = "notimp"    // opcode other than QUERY
 	ResultBadVers   = "badvers"   // EDNS version other than 0
 	ResultDropped   = "dropped"   // not answered at all (a response, or no header)
+	ResultDenied    = "denied"    // client outside Config.Allow, answered REFUSED
 )
 
 // Values of the result label of snigate_dns_upstream_requests_total.
@@ -54,6 +55,7 @@ type Metrics struct {
 	duration         *prometheus.HistogramVec
 	upstreamUp       *prometheus.GaugeVec
 	tcpRefusedConns  prometheus.Counter
+	tcpEvictedConns  prometheus.Counter
 	upstreamRequests *prometheus.CounterVec
 
 	// Per-query lookups skip the vectors' label hashing (hot path).
@@ -65,7 +67,7 @@ type queryKey struct{ qtype, result string }
 
 // results are the values of the result label, for the durations map.
 var results = []string{ResultAnswered, ResultNoData, ResultForwarded, ResultRefused, ResultServFail,
-	ResultFormErr, ResultNotImp, ResultBadVers, ResultDropped}
+	ResultFormErr, ResultNotImp, ResultBadVers, ResultDropped, ResultDenied}
 
 // NewMetrics creates the responder's series and registers them with reg
 // (nil: not registered, still usable). It panics if they are already
@@ -91,11 +93,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"upstream", "result"}),
 		tcpRefusedConns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snigate_dns_tcp_connections_refused_total",
-			Help: "TCP connections to the DNS responder closed at once because the limit of open ones was reached.",
+			Help: "TCP connections to the DNS responder closed at once because the limit of open ones (in all, none idle, or per client) was reached.",
+		}),
+		tcpEvictedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snigate_dns_tcp_connections_evicted_total",
+			Help: "Idle TCP connections to the DNS responder closed to admit a new one because the limit of open ones was reached.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests, m.tcpRefusedConns)
+		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests, m.tcpRefusedConns, m.tcpEvictedConns)
 	}
 	m.durations = make(map[string]prometheus.Observer, len(results))
 	for _, r := range results {
@@ -155,6 +161,12 @@ func (m *Metrics) deleteUpstream(addr string) {
 func (m *Metrics) tcpRefused() {
 	if m != nil {
 		m.tcpRefusedConns.Inc()
+	}
+}
+
+func (m *Metrics) tcpEvicted() {
+	if m != nil {
+		m.tcpEvictedConns.Inc()
 	}
 }
 

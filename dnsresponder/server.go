@@ -44,11 +44,18 @@ type Server struct {
 	// socket; one more is closed at once. 0: DefaultMaxTCPConns; negative:
 	// no limit. Set it before serving.
 	MaxTCPConns int
+	// MaxTCPConnsPerClient bounds the connections one client address
+	// holds at once per ServeTCP socket; one more is closed at once. 0:
+	// DefaultMaxTCPConnsPerClient; negative: no limit. Set it before
+	// serving.
+	MaxTCPConnsPerClient int
 
-	warn        *warnLimiter // refused TCP connections
+	warn        *warnLimiter // refused and evicted TCP connections
 	udpReaders  int          // reading goroutines per UDP socket; 0: one
 	maxInFlight int          // UDP queries on goroutines of their own; 0: DefaultMaxInFlight
 	noBatch     bool         // read and write one datagram per system call (tests)
+
+	tcpClosedFunc func() // a TCP connection left the limit's set (tests)
 }
 
 // stopper is one Serve call in progress, as Shutdown sees it.
@@ -122,18 +129,27 @@ func (s *Server) ServeUDP(pc net.PacketConn) error {
 
 // ServeTCP accepts connections on ln and answers the queries on them until
 // Shutdown or Close, which close ln; it returns nil then. Each connection
-// gets 2s for its first query and 8s between queries (miekg/dns defaults);
-// at most MaxTCPConns are open at once.
+// gets 2s for its first query and 8s between queries (miekg/dns defaults),
+// CrowdedTCPIdleTimeout while more than three quarters of MaxTCPConns are
+// open. At most MaxTCPConns are open at once (when full, the one idle
+// longest is closed to admit a new one) and MaxTCPConnsPerClient from one
+// client address.
 func (s *Server) ServeTCP(ln net.Listener) error {
 	addr := ln.Addr()
-	max := s.MaxTCPConns
-	if max == 0 {
-		max = DefaultMaxTCPConns
-	}
-	if max > 0 {
-		ln = &limitListener{Listener: ln, s: s, slots: make(chan struct{}, max), max: max}
+	max := orDefault(s.MaxTCPConns, DefaultMaxTCPConns)
+	perClient := orDefault(s.MaxTCPConnsPerClient, DefaultMaxTCPConnsPerClient)
+	if max > 0 || perClient > 0 {
+		ln = newLimitListener(ln, s, max, perClient)
 	}
 	return s.serve(&dns.Server{Listener: ln, Net: "tcp"}, addr)
+}
+
+// orDefault is n, or def when n is zero.
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
 }
 
 func (s *Server) serve(srv *dns.Server, addr net.Addr) error {

@@ -23,6 +23,7 @@ const DefaultMaxInFlight = 1024
 // once (handled on the reading goroutine).
 type udpHandler interface {
 	dns.Handler
+	allowed(client netip.Addr) bool
 	answerWire(dst, query []byte) (wireReply, bool)
 	wroteWire(r wireReply, start time.Time)
 	mayBlock(req *dns.Msg) bool
@@ -179,11 +180,14 @@ func (u *udpServer) source(oob []byte) netip.Addr {
 // wildcard-bound socket). A routed name's reply is appended to out and
 // returned for the caller to send, then report to h.wroteWire; anything
 // else is unpacked and served here (false): through ServeDNS on this
-// goroutine, or on a goroutine of its own when it may wait.
+// goroutine, or on a goroutine of its own when it may wait. A client the
+// handler does not allow (one netip.Prefix check per packet) never takes
+// the fast path nor waits: ServeDNS refuses it on this goroutine.
 func (u *udpServer) answer(out, pkt []byte, client netip.AddrPort, src netip.Addr) (udpHandler, wireReply, bool) {
 	h := u.s.handler.Load().h
 	uh, _ := h.(udpHandler)
-	if uh != nil {
+	allowed := uh == nil || uh.allowed(client.Addr())
+	if allowed && uh != nil {
 		if reply, ok := uh.answerWire(out[:0], pkt); ok {
 			return uh, reply, true
 		}
@@ -194,7 +198,7 @@ func (u *udpServer) answer(out, pkt []byte, client netip.AddrPort, src netip.Add
 		u.invalid(h, w, req, pkt, err)
 		return nil, wireReply{}, false
 	}
-	if uh != nil && !uh.mayBlock(req) {
+	if uh != nil && (!allowed || !uh.mayBlock(req)) { // a denied query is refused at once
 		h.ServeDNS(w, req)
 		return nil, wireReply{}, false
 	}

@@ -124,6 +124,10 @@ type DNS struct {
 	TTL     time.Duration // at least 1s
 	Forward []string      // resolvers for other names, host:port; empty: answer REFUSED
 	Names   []string      // extra names to answer for, canonical (names.Canonical)
+
+	// Allow is dns.allow: the clients the responder answers, in place of
+	// listen.allow; empty: listen.allow applies (see DNSAllow).
+	Allow []netip.Prefix
 }
 
 // Route is one entry of routes:.

@@ -16,8 +16,9 @@ func (p *parser) dns(top, listen fields) DNS {
 		}
 		return d
 	}
-	f := p.mapping(top.get("dns"), "dns", top.keyLine("dns"), "answer", "ttl", "forward", "names")
+	f := p.mapping(top.get("dns"), "dns", top.keyLine("dns"), "answer", "ttl", "forward", "names", "allow")
 	d.Answer = p.answers(f)
+	d.Allow = p.prefixes(f, "allow")
 	d.TTL = p.ttl(f)
 	seen := dupChecker{}
 	for _, it := range p.listAt(f, "forward", `["10.96.0.10:53"]`) {
@@ -27,6 +28,16 @@ func (p *parser) dns(top, listen fields) DNS {
 	}
 	d.Names, _ = p.patterns(f, "names", `["mirror.example.com"]`)
 	return d
+}
+
+// DNSAllow is the client networks the DNS responder answers: dns.allow
+// when set (not empty), else listen.allow; empty: every client. A client
+// outside gets REFUSED for every query.
+func (c *Config) DNSAllow() []netip.Prefix {
+	if len(c.DNS.Allow) > 0 {
+		return c.DNS.Allow
+	}
+	return c.Listen.Allow
 }
 
 // answers returns dns.answer: one or more IP addresses.

@@ -169,6 +169,19 @@ max_connections: 0
 		`snigate.yaml:12: dns.names[0]: want a name such as "registry.example.com" or "*.example.com", got "*.*.example.com": after "*.": label "*" has '*'; a wildcard is allowed only as the whole first label of a route name, as in "*.example.com"`,
 		`snigate.yaml:12: dns.names[2]: "ok.example.com" is listed twice (first at line 12)`,
 	}},
+	{name: "dns.allow values", yaml: minimalSplice + `dns:
+  answer: ["192.0.2.10"]
+  allow: ["10.0.0.0/33", "10.0.0.1", "example.com", "fe80::/10"]
+`, want: []string{
+		`snigate.yaml:10: dns.allow[0]: want a CIDR such as "10.0.0.0/8", got "10.0.0.0/33"`,
+		`snigate.yaml:10: dns.allow[2]: want a CIDR such as "10.0.0.0/8", got "example.com"`,
+	}},
+	{name: "dns.allow not a list", yaml: minimalSplice + "dns:\n  answer: [\"192.0.2.10\"]\n  allow: 10.0.0.0/8\n", want: []string{
+		`snigate.yaml:10: dns.allow: want a list such as ["10.0.0.0/8"], got "10.0.0.0/8"`,
+	}},
+	{name: "dns.allwo misspelt", yaml: minimalSplice + "dns:\n  answer: [\"192.0.2.10\"]\n  allwo: []\n", want: []string{
+		`snigate.yaml:10: dns.allwo: unknown key (did you mean "allow"?); allowed here: answer, ttl, forward, names, allow`,
+	}},
 
 	// routes:
 	{name: "routes missing", yaml: "listen:\n  tls: [\":443\"]\n", want: []string{

@@ -188,6 +188,7 @@ func (g *Gateway) buildDNS(cfg *config.Config) (dns.Handler, error) {
 		Answer:  cfg.DNS.Answer,
 		TTL:     cfg.DNS.TTL,
 		Forward: cfg.DNS.Forward,
+		Allow:   cfg.DNSAllow(),
 		Logger:  g.log,
 		Metrics: g.metrics.dns,
 	})

@@ -86,7 +86,8 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 
 // warnRestartNeeded names the settings a reload does not apply: the
 // listener addresses are fixed at start. Timeouts, max_connections,
-// listen.allow and listen.proxy_protocol_from apply to new connections.
+// listen.allow and listen.proxy_protocol_from apply to new connections
+// (listen.allow and dns.allow to the next DNS query).
 func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
 	changed := func(key string) {
 		g.log.Warn("setting changed in the configuration file; it applies only after a restart", "key", key)

@@ -94,6 +94,8 @@ func TestFreshGatewayExportsFailureSeriesAtZero(t *testing.T) {
 		`snigate_dns_queries_total{qtype="A",result="servfail"} 0`,
 		`snigate_dns_queries_total{qtype="AAAA",result="refused"} 0`,
 		`snigate_dns_tcp_connections_refused_total 0`,
+		`snigate_dns_tcp_connections_evicted_total 0`,
+		`snigate_dns_queries_total{qtype="A",result="denied"} 0`,
 		`snigate_admin_state_changes_total{route="registry",state="maint"} 0`,
 		`snigate_config_reloads_total{result="failure"} 0`,
 		`snigate_config_last_reload_successful 1`,
