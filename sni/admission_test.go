@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -393,4 +394,69 @@ func TestHandshakeBudgetVictim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkHandshakeUnderSlowloris measures what a slowloris costs the
+// legitimate handshakes of issue 14 (target: at least 99% succeed, p99
+// within 2x of the same gateway unattacked). Each iteration is one
+// legitimate TLS exchange through the gateway while 300 + 300
+// reconnecting slow sockets hold the TLS and CONNECT handshake budgets;
+// the baseline is 200 exchanges before the attack starts. Reported:
+// p99-ratio (attacked p99 / unattacked p99) and failed-% .
+//
+//	go test -run '^$' -bench HandshakeUnderSlowloris -benchtime 400x ./sni/
+func BenchmarkHandshakeUnderSlowloris(b *testing.B) {
+	const attackers, budget, baseline = 300, 64, 200
+	h := newHostile(b, Config{MaxConnections: 400, MaxHandshakes: budget})
+	connectAddr := h.serveConnect(b)
+	base := timedPulls(baseline, h.pullTLS)
+	tlsAttack := startSlowloris(b, h.addr, captureHello(b, &tls.Config{ServerName: registryName}), attackers)
+	connectAttack := startSlowloris(b, connectAddr, []byte("CONNECT "+registryName+":443 HTTP/1.1\r\nHost: "+registryName+"\r\nX-Pad: "), attackers)
+	eventually(b, "the slowloris to fill both handshake budgets", func() bool {
+		return h.srv.pendingHandshakes(kindTLS) >= budget && h.srv.pendingHandshakes(kindConnect) >= budget
+	})
+	var attacked []time.Duration
+	failed := 0
+	for b.Loop() {
+		start := time.Now()
+		if err := h.pullTLS(); err != nil {
+			failed++
+			continue
+		}
+		attacked = append(attacked, time.Since(start))
+	}
+	b.StopTimer()
+	tlsAttack.end()
+	connectAttack.end()
+	b.ReportMetric(float64(p99(attacked))/float64(p99(base.ok)), "p99-ratio")
+	b.ReportMetric(100*float64(failed)/float64(failed+len(attacked)), "failed-%")
+	b.ReportMetric(100*float64(base.failed)/float64(baseline), "baseline-failed-%")
+}
+
+type pullTimes struct {
+	ok     []time.Duration
+	failed int
+}
+
+// timedPulls runs pull n times, one after the other, timing each success.
+func timedPulls(n int, pull func() error) pullTimes {
+	var r pullTimes
+	for range n {
+		start := time.Now()
+		if err := pull(); err != nil {
+			r.failed++
+			continue
+		}
+		r.ok = append(r.ok, time.Since(start))
+	}
+	return r
+}
+
+// p99 is the 99th percentile of ds (sorted in place); 0 for none.
+func p99(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, len(ds)*99/100)]
 }
