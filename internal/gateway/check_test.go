@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testnet"
 )
 
 // TestCheckProbe: --probe dials each upstream of a bridge route: an mTLS
@@ -43,10 +43,7 @@ func TestCheckProbe(t *testing.T) {
 	reg.Config.ErrorLog = log.New(io.Discard, "", 0)
 	reg.StartTLS()
 	defer reg.Close()
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	deadAddr := dead.Addr().String()
-	dead.Close() // nothing listens there any more
+	deadAddr := testnet.ClosedAddr(t) // refuses: held by a socket that never listens
 
 	cfg := fmt.Sprintf(`listen:
   tls: ["127.0.0.1:0"]
