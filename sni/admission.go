@@ -45,7 +45,10 @@ func (s *Server) accept(c net.Conn, label, kind string) {
 		res, err = s.track(ss)
 	}
 	if res != "" {
-		c.Close()
+		// A client over its own limit is held in the tarpit (finish),
+		// not closed: closing at once would answer a reconnect loop
+		// with as many accepts as it can dial.
+		ss.tarpit = res == resultClientLimit
 		ss.end(res, err)
 		s.finish(ss)
 		s.warnRefusal(ss, res)
@@ -127,6 +130,20 @@ func (s *Server) untrack(ss *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.sessions, ss)
+	s.releaseSlotLocked(ss)
+}
+
+// releaseSlot gives back ss's max_connections and per-client slot, once.
+// An evicted connection gives its slot back at once, not when its
+// goroutine ends: a burst of reconnects evicting each other must not fill
+// max_connections meanwhile.
+func (s *Server) releaseSlot(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseSlotLocked(ss)
+}
+
+func (s *Server) releaseSlotLocked(ss *session) {
 	if !ss.slot {
 		return
 	}
@@ -157,7 +174,8 @@ func (s *Server) enterHandshake(ss *session) {
 	}
 	s.m.pendingHandshake(victim.kind, -1)
 	victim.end(resultHandshakeLimit, errEvicted)
-	victim.abort(resultHandshakeLimit)
+	victim.evict()
+	s.releaseSlot(victim)
 	s.warnRefusal(victim, resultHandshakeLimit)
 }
 

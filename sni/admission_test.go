@@ -407,7 +407,9 @@ func TestHandshakeBudgetVictim(t *testing.T) {
 //	go test -run '^$' -bench HandshakeUnderSlowloris -benchtime 400x ./sni/
 func BenchmarkHandshakeUnderSlowloris(b *testing.B) {
 	const attackers, budget, baseline = 300, 64, 200
-	h := newHostile(b, Config{MaxConnections: 400, MaxHandshakes: budget})
+	// The defaults but a smaller handshake budget: max_connections 10000,
+	// max_connections_per_client 256 (the attack comes from one address).
+	h := newHostile(b, Config{MaxHandshakes: budget, MaxConnectionsPerClient: DefaultMaxConnectionsPerClient})
 	connectAddr := h.serveConnect(b)
 	base := timedPulls(baseline, h.pullTLS)
 	tlsAttack := startSlowloris(b, h.addr, captureHello(b, &tls.Config{ServerName: registryName}), attackers)

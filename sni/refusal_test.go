@@ -37,10 +37,11 @@ func TestRefusalsAreCountedNotLoggedOneByOne(t *testing.T) {
 		cfg    Config
 		result string
 		open   bool // a legitimate tunnel is open beside the attack
+		held   bool // refusals are held in the tarpit, not closed at once
 	}{
 		{name: "outside listen.allow", cfg: Config{Allow: prefixes("10.0.0.0/8")}, result: resultDenied},
 		{name: "at max_connections", cfg: Config{MaxConnections: 1}, result: resultLimit, open: true},
-		{name: "at max_connections_per_client", cfg: Config{MaxConnectionsPerClient: 1}, result: resultClientLimit, open: true},
+		{name: "at max_connections_per_client", cfg: Config{MaxConnectionsPerClient: 1}, result: resultClientLimit, open: true, held: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,10 +50,16 @@ func TestRefusalsAreCountedNotLoggedOneByOne(t *testing.T) {
 			if tt.open {
 				open = openTunnel(t, w, hello)
 			}
-			for range attempts {
+			for i := range attempts {
 				c := w.dial(t)
 				c.Write(hello)
-				io.Copy(io.Discard, c) // refused: closed (or reset) at once
+				if tt.held {
+					eventually(t, "the refusal counted", func() bool {
+						return w.counter(t, w.m.connections, w.addr, "", tt.result) == float64(i+1)
+					})
+				} else {
+					io.Copy(io.Discard, c) // refused: closed (or reset) at once
+				}
 				c.Close()
 			}
 			if tt.open {

@@ -117,7 +117,9 @@ type Server struct {
 	pipes   *pipePool // splice pipes, held only while bytes are in flight
 	// parker watches the sockets of idle spliced directions, which give
 	// up their goroutine after parkAfter without bytes.
-	parker    *parker
+	parker *parker
+	// tarpit holds the sockets of evicted pending connections a while.
+	tarpit    tarpit
 	parkAfter atomic.Int64 // nanoseconds; <= 0: never park
 	// rawDial: splice routes connect with rawDial (Config.DialContext was
 	// not set); else through dial.
@@ -346,6 +348,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.beginClose()
 	done := make(chan struct{})
 	go s.waitSessions(done)
+	defer s.tarpit.stop()
 	defer s.parker.stop()
 	defer s.pipes.close()
 	select {
@@ -371,6 +374,7 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.pipes.close()
 	s.parker.stop()
+	s.tarpit.stop()
 	return nil
 }
 

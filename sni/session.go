@@ -75,6 +75,7 @@ type session struct {
 	mu     sync.Mutex
 	peer   net.Conn // upstream connection, closed by abort
 	forced string   // result imposed by abort
+	tarpit bool     // evicted: finish holds the socket in the tarpit
 	result string
 	err    error
 }
@@ -103,6 +104,19 @@ func (ss *session) abort(result string) {
 	if ss.peer != nil {
 		ss.peer.Close()
 	}
+}
+
+// evict ends a connection still reading its ClientHello, to make room in
+// a full handshake budget: its read is unblocked and finish hands its
+// socket to the tarpit instead of closing it.
+func (ss *session) evict() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.forced == "" {
+		ss.forced = resultHandshakeLimit
+	}
+	ss.tarpit = true
+	ss.conn.SetDeadline(time.Unix(1, 0))
 }
 
 // setPeer registers the upstream connection so that abort closes it; false
@@ -372,7 +386,14 @@ func (s *Server) forward(ss *session) (string, error) {
 // line: listener client sni route mode upstream result bytes_up bytes_down
 // duration, then err when there is one.
 func (s *Server) finish(ss *session) {
-	ss.conn.Close()
+	ss.mu.Lock()
+	tarpit := ss.tarpit
+	ss.mu.Unlock()
+	if tarpit {
+		s.tarpit.hold(ss.conn)
+	} else {
+		ss.conn.Close()
+	}
 	s.handshakeDone(ss)
 	s.untrack(ss)
 	ss.releaseHello()
