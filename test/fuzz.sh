@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target of every module in this repository for $1
-# (default 30s) each: `make fuzz` (FUZZTIME=10m make fuzz for a long run),
-# `make fuzz-short` (3s each: proves in CI that every target still builds,
-# passes its committed seed corpus and fuzzes).
+# (default 30s; a count such as 500x works too) each: `make fuzz`
+# (FUZZTIME=10m make fuzz for a long run), `make fuzz-short` (500 inputs
+# each: proves in CI that every target still builds, passes its committed
+# seed corpus and fuzzes).
 #
 # go test accepts one -fuzz target per run, so the targets are found first:
 # the `func FuzzXxx(` declarations in each package's test files (go list
