@@ -94,6 +94,9 @@ func TestAllowRefusesOutsideClients(t *testing.T) {
 				}
 			})
 		}
+		if err := w.server.Shutdown(t.Context()); err != nil { // every handler has counted
+			t.Fatal(err)
+		}
 		if got := counterValue(t, m, "A", ResultDenied); got != 5 {
 			t.Errorf("noBatch=%v: snigate_dns_queries_total{qtype=A,result=denied} = %v, want 5", noBatch, got)
 		}
