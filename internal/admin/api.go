@@ -97,18 +97,9 @@ func (s *Server) setFailed(w http.ResponseWriter, route, addr string, err error)
 // readState decodes and validates the request body. On failure it returns
 // the HTTP status and an error message for the client.
 func readState(w http.ResponseWriter, r *http.Request) (upstream.State, int, error) {
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		return "", http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json (curl -H 'Content-Type: application/json'), with a body such as %s", ct, wantBody())
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return "", http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes; want %s", MaxBodyBytes, wantBody())
-	case err != nil:
-		return "", http.StatusBadRequest, fmt.Errorf("read request body: %v", err)
-	case len(bytes.TrimSpace(data)) == 0:
-		return "", http.StatusBadRequest, fmt.Errorf("empty request body; want %s", wantBody())
+	data, code, err := readBody(w, r, wantBody())
+	if err != nil {
+		return "", code, err
 	}
 	var req stateRequest
 	if err := decodeStrict(data, &req); err != nil {
@@ -122,6 +113,25 @@ func readState(w http.ResponseWriter, r *http.Request) (upstream.State, int, err
 		return "", http.StatusBadRequest, fmt.Errorf("unknown state %q; want one of %s", *req.State, stateList())
 	}
 	return state, 0, nil
+}
+
+// readBody reads a JSON request body of at most MaxBodyBytes; want shows
+// the expected body in errors. On failure it returns the HTTP status.
+func readBody(w http.ResponseWriter, r *http.Request, want string) ([]byte, int, error) {
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json (curl -H 'Content-Type: application/json'), with a body such as %s", ct, want)
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes; want %s", MaxBodyBytes, want)
+	case err != nil:
+		return nil, http.StatusBadRequest, fmt.Errorf("read request body: %v", err)
+	case len(bytes.TrimSpace(data)) == 0:
+		return nil, http.StatusBadRequest, fmt.Errorf("empty request body; want %s", want)
+	}
+	return data, 0, nil
 }
 
 // decodeStrict decodes exactly one JSON object with no unknown fields.
@@ -171,7 +181,7 @@ func allow(h http.Handler, methods ...string) http.Handler {
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the admin listener serves /healthz, /readyz, /metrics, GET /api/upstreams and POST /api/upstreams/{route}/{upstream}", r.URL.Path))
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the admin listener serves /healthz, /readyz, /metrics, GET /api/upstreams, POST /api/upstreams/{route}/{upstream}, GET /api/routes, GET /api/config, POST /api/reload, GET and POST /api/ready, and /debug/pprof/ when debug.pprof is true", r.URL.Path))
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

@@ -137,6 +137,10 @@ func (l *unixListener) Close() error {
 	return l.UnixListener.Close()
 }
 
+// KeepSocketFile makes Close leave the socket file in place: the listening
+// socket was handed to another process (an upgrade), which serves it now.
+func (l *unixListener) KeepSocketFile() { l.once.Do(func() {}) }
+
 func (l *unixListener) removeSocket() {
 	if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.file) {
 		os.Remove(l.path)

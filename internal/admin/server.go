@@ -43,6 +43,12 @@ type Config struct {
 	Hosts []string
 	// MaxConns caps the connections served at once; 0: DefaultMaxConns.
 	MaxConns int
+	// Runtime backs /api/routes, /api/config, /api/reload and POST
+	// /api/ready. nil: they answer 503.
+	Runtime runtimeAPI
+	// PprofFunc tells, at each request, whether /debug/pprof/ is served
+	// (debug.pprof). nil: never; /debug/pprof/ answers 404.
+	PprofFunc func() bool
 }
 
 // Server is the admin HTTP server: /healthz, /readyz, /metrics and the
@@ -53,6 +59,8 @@ type Server struct {
 	log    *slog.Logger
 	http   *http.Server
 	everUp atomic.Bool // ReadyFunc has returned true once: not-ready now means draining
+
+	switchOff atomic.Bool // POST /api/ready {"ready":false} was the last call
 }
 
 // New builds a Server; it opens and starts nothing.
@@ -106,6 +114,11 @@ func (s *Server) routes() http.Handler {
 	handle("/metrics", allow(s.metricsHandler(), http.MethodGet))
 	handle("/api/upstreams", allow(http.HandlerFunc(s.listUpstreams), http.MethodGet))
 	handle("/api/upstreams/{route}/{upstream}", allow(http.HandlerFunc(s.setUpstream), http.MethodPost))
+	handle("/api/routes", allow(http.HandlerFunc(s.listRoutes), http.MethodGet))
+	handle("/api/config", allow(http.HandlerFunc(s.configStatus), http.MethodGet))
+	handle("/api/reload", allow(http.HandlerFunc(s.reload), http.MethodPost))
+	handle("/api/ready", allow(http.HandlerFunc(s.ready), http.MethodGet, http.MethodPost))
+	handle("/debug/pprof/", s.pprof())
 	handle("/", http.HandlerFunc(notFound))
 	return mux
 }
@@ -114,19 +127,16 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeText(w, http.StatusOK, "ok\n")
 }
 
-// readyz answers 200 "ready" or 503 with the reason: "starting" until
-// ReadyFunc has reported ready once, "draining" afterwards.
+// readyz answers 200 "ready" or 503 with the reason: the readiness switch
+// when POST /api/ready turned it off, else "starting" until ReadyFunc has
+// reported ready once, "draining" afterwards.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.ReadyFunc == nil || s.cfg.ReadyFunc() {
 		s.everUp.Store(true)
 		writeText(w, http.StatusOK, "ready\n")
 		return
 	}
-	reason := "starting"
-	if s.everUp.Load() {
-		reason = "draining"
-	}
-	writeText(w, http.StatusServiceUnavailable, "not ready: "+reason+"\n")
+	writeText(w, http.StatusServiceUnavailable, "not ready: "+s.notReadyReason()+"\n")
 }
 
 func (s *Server) metricsHandler() http.Handler {

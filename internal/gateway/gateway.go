@@ -19,6 +19,7 @@ import (
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/filewatch"
+	"github.com/snigate/snigate/internal/handover"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -57,7 +58,12 @@ type Gateway struct {
 	reloadMu  sync.Mutex                        // one reload at a time
 	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
 	loadedID  atomic.Pointer[filewatch.ID]      // the file's identity just before that read
-	ready     atomic.Bool
+	ready     atomic.Bool                       // listeners up, not draining
+	switchOff atomic.Bool                       // the readiness switch (POST /api/ready) is off
+
+	inForce    atomic.Pointer[inForce]            // the configuration in force
+	lastReload atomic.Pointer[admin.ReloadResult] // nil: no reload since start
+	runCtx     atomic.Pointer[context.Context]    // Run's; reloads start generations under it
 
 	sni      *sni.Server
 	tlsPorts []int          // bound ports of listen.tls, for CONNECT; under reloadMu
@@ -65,12 +71,18 @@ type Gateway struct {
 	dns      *dnsresponder.Server
 	admin    *admin.Server
 
+	inherit  *handover.Inherited // sockets from systemd or an old process; set by Run
+	ls       *listeners          // the listeners served; under reloadMu, nil until Run
+	srv      *servers            // their serving goroutines; under reloadMu
+	stopping bool                // draining or handed over: no reload; under reloadMu
+
 	// Tests only: the signals Run reads instead of signal.Notify's, the
 	// clock stop requests are timed with, and the period of the drain's
 	// progress lines. Zero values: the real ones.
 	signals        chan os.Signal
 	now            func() time.Time
 	drainLogPeriod time.Duration
+	upgradeWait    time.Duration // 0: DefaultUpgradeTimeout
 }
 
 // New loads and validates the configuration file and builds the first
@@ -86,6 +98,7 @@ func New(opts Options) (*Gateway, error) {
 	if err := g.assemble(cfg); err != nil {
 		return nil, err
 	}
+	g.configInForce(time.Now())
 	return g, nil
 }
 
@@ -108,12 +121,13 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	if gen.dns != nil {
-		g.dns = dnsresponder.NewServer(gen.dns, g.log)
-	}
+	// Built without listen.dns too: a reload may add it.
+	g.dns = dnsresponder.NewServer(gen.dns, g.log)
 	g.admin = admin.New(admin.Config{
 		Upstreams: g,
-		ReadyFunc: g.ready.Load,
+		Runtime:   g,
+		ReadyFunc: g.Ready,
+		PprofFunc: func() bool { return g.gen.Load().cfg.Debug.Pprof },
 		Gatherer:  g.registry,
 		Logger:    g.log,
 		Hosts:     adminHosts(cfg.Listen.Admin),
@@ -174,15 +188,24 @@ func (g *Gateway) SetUpstreamState(route, addr string, s upstream.State) (upstre
 	return upstream.Status{}, fmt.Errorf("route %q upstream %q: %w", route, addr, admin.ErrNotFound)
 }
 
-// Run opens the listeners and serves until ctx is done or a signal stops
-// it: SIGHUP (or a change of the configuration file) reloads, SIGTERM and
+// Run opens the listeners (taking those inherited from systemd or from
+// the process that handed over to this one) and serves until ctx is done
+// or a signal stops it: SIGHUP (or a change of the configuration file)
+// reloads, SIGUSR2 hands the listening sockets to a new process (an
+// upgrade, see upgrade) and drains once that one serves, SIGTERM and
 // SIGINT drain and return nil (a repeat within RepeatStopWindow is the
-// same request), SIGQUIT or a later repeat closes every connection at once
-// and returns ErrForcedStop. It returns an error when a listener cannot
-// be opened or a server fails.
+// same request), SIGQUIT or a later repeat closes every connection at
+// once and returns ErrForcedStop. It returns an error when a listener
+// cannot be opened or a server fails.
 func (g *Gateway) Run(ctx context.Context) error {
+	in, err := handover.Inherit()
+	if err != nil {
+		return err
+	}
+	g.inherit = in
 	ls, err := g.listen(g.gen.Load().cfg)
 	if err != nil {
+		in.Close()
 		return err
 	}
 	if err := g.setTLSPorts(ls.tlsPorts()); err != nil {

@@ -4,23 +4,33 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/handover"
 	"github.com/snigate/snigate/sni"
 )
 
 // listeners are the sockets the gateway serves on, opened before anything
-// is started so that a port in use fails the start at once.
+// is started so that a port in use fails the start at once. Each keeps the
+// address the configuration gave it, which names it in a hand-over.
 type listeners struct {
-	tls     []net.Listener
-	connect net.Listener
-	dnsUDP  net.PacketConn
-	dnsTCP  net.Listener
-	admin   net.Listener
+	tls         []net.Listener
+	tlsAddrs    []string // cfg.Listen.TLS entry of each of tls
+	connect     net.Listener
+	connectAddr string
+	dnsUDP      net.PacketConn
+	dnsTCP      net.Listener
+	dnsAddr     string
+	admin       net.Listener
+	adminAddr   string
 }
 
+// listen opens every listener of cfg, taking the sockets this process
+// inherited (systemd socket activation, or a hand-over) where they match.
 func (g *Gateway) listen(cfg *config.Config) (*listeners, error) {
 	ls := &listeners{}
 	fail := func(err error) (*listeners, error) {
@@ -28,37 +38,72 @@ func (g *Gateway) listen(cfg *config.Config) (*listeners, error) {
 		return nil, err
 	}
 	for _, addr := range cfg.Listen.TLS {
-		ln, err := sni.Listen("tcp", addr)
+		ln, err := g.listenTCP("listen.tls", addr)
 		if err != nil {
-			return fail(fmt.Errorf("listen.tls %s: %w", addr, err))
+			return fail(err)
 		}
-		ls.tls = append(ls.tls, ln)
+		ls.tls, ls.tlsAddrs = append(ls.tls, ln), append(ls.tlsAddrs, addr)
 	}
 	if cfg.Listen.Connect != "" {
-		ln, err := sni.Listen("tcp", cfg.Listen.Connect)
+		ln, err := g.listenTCP("listen.connect", cfg.Listen.Connect)
 		if err != nil {
-			return fail(fmt.Errorf("listen.connect %s: %w", cfg.Listen.Connect, err))
+			return fail(err)
 		}
-		ls.connect = ln
+		ls.connect, ls.connectAddr = ln, cfg.Listen.Connect
 	}
 	if cfg.Listen.DNS != "" {
 		var err error
-		if ls.dnsUDP, ls.dnsTCP, err = listenDNS(cfg.Listen.DNS); err != nil {
+		if ls.dnsUDP, ls.dnsTCP, err = g.listenDNS(cfg.Listen.DNS); err != nil {
 			return fail(err)
 		}
+		ls.dnsAddr = cfg.Listen.DNS
 	}
 	if cfg.Listen.Admin != "" {
-		ln, err := admin.Listen(cfg.Listen.Admin)
+		ln, err := g.listenAdmin(cfg.Listen.Admin)
 		if err != nil {
-			return fail(fmt.Errorf("listen.admin %s: %w", cfg.Listen.Admin, err))
+			return fail(err)
 		}
-		ls.admin = ln
-		if !admin.IsLoopbackAddr(cfg.Listen.Admin) {
-			g.log.Warn("the admin API is unauthenticated and listens on a non-loopback address; restrict who can reach it (firewall, NetworkPolicy) or use 127.0.0.1 or unix:/run/snigate/admin.sock",
-				"listener", cfg.Listen.Admin)
-		}
+		ls.admin, ls.adminAddr = ln, cfg.Listen.Admin
 	}
 	return ls, nil
+}
+
+// listenTCP opens (or takes the inherited socket of) a TLS or CONNECT
+// listener.
+func (g *Gateway) listenTCP(key, addr string) (net.Listener, error) {
+	ln, inherited, err := g.inherit.Listen(key, "tcp", addr, func() (net.Listener, error) {
+		return sni.Listen("tcp", addr)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", key, addr, err)
+	}
+	g.logInherited(inherited, key, ln.Addr())
+	return ln, nil
+}
+
+func (g *Gateway) listenAdmin(addr string) (net.Listener, error) {
+	network, where := "tcp", addr
+	if path, ok := strings.CutPrefix(addr, admin.UnixPrefix); ok {
+		network, where = "unix", path
+	}
+	ln, inherited, err := g.inherit.Listen("listen.admin", network, where, func() (net.Listener, error) {
+		return admin.Listen(addr)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listen.admin %s: %w", addr, err)
+	}
+	g.logInherited(inherited, "listen.admin", ln.Addr())
+	if !admin.IsLoopbackAddr(addr) {
+		g.log.Warn("the admin API is unauthenticated and listens on a non-loopback address; restrict who can reach it (firewall, NetworkPolicy) or use 127.0.0.1 or unix:/run/snigate/admin.sock",
+			"listener", addr)
+	}
+	return ln, nil
+}
+
+func (g *Gateway) logInherited(inherited bool, key string, addr net.Addr) {
+	if inherited {
+		g.log.Info("listening socket inherited", "key", key, "listener", addr.String(), "from", g.inherit.Source())
+	}
 }
 
 // tlsPorts are the ports the TLS listeners are bound to: the ports a
@@ -73,10 +118,10 @@ func (ls *listeners) tlsPorts() []int {
 	return ports
 }
 
-// listenDNS binds UDP and TCP on the same port. With port 0 the TCP
-// listener takes the port the kernel gave UDP; if that TCP port is taken,
-// another port is tried.
-func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
+// listenDNS binds UDP and TCP on the same port, taking inherited sockets
+// where they match. With port 0 the TCP listener takes the port the kernel
+// gave UDP; if that TCP port is taken, another port is tried.
+func (g *Gateway) listenDNS(addr string) (net.PacketConn, net.Listener, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	attempts := 1
 	if port == "0" {
@@ -84,13 +129,19 @@ func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
 	}
 	var err error
 	for range attempts {
-		var pc net.PacketConn
-		if pc, err = net.ListenPacket("udp", addr); err != nil {
-			return nil, nil, fmt.Errorf("listen.dns %s (udp): %w", addr, err)
+		pc, inherited, uerr := g.inherit.ListenPacket("listen.dns", "udp", addr, func() (net.PacketConn, error) {
+			return net.ListenPacket("udp", addr)
+		})
+		if uerr != nil {
+			return nil, nil, fmt.Errorf("listen.dns %s (udp): %w", addr, uerr)
 		}
+		g.logInherited(inherited, "listen.dns", pc.LocalAddr())
 		_, bound, _ := net.SplitHostPort(pc.LocalAddr().String())
-		ln, terr := net.Listen("tcp", net.JoinHostPort(host, bound))
+		ln, inherited, terr := g.inherit.Listen("listen.dns", "tcp", addr, func() (net.Listener, error) {
+			return net.Listen("tcp", net.JoinHostPort(host, bound))
+		})
 		if terr == nil {
+			g.logInherited(inherited, "listen.dns", ln.Addr())
 			return pc, ln, nil
 		}
 		pc.Close()
@@ -114,6 +165,56 @@ func (ls *listeners) addrs() Addrs {
 		a.Admin = ls.admin.Addr()
 	}
 	return a
+}
+
+// sockets duplicates every listener's descriptor for a hand-over, each
+// named by its configuration key and address. The caller closes the
+// files (handover.Spawn does).
+func (ls *listeners) sockets() ([]handover.Socket, error) {
+	var out []handover.Socket
+	add := func(key, addr string, c any) error {
+		f, ok := c.(interface{ File() (*os.File, error) })
+		if !ok {
+			return fmt.Errorf("%s %s: a %T cannot be handed over", key, addr, c)
+		}
+		file, err := f.File()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", key, addr, err)
+		}
+		out = append(out, handover.Socket{Name: handover.Name(key, addr), File: file})
+		return nil
+	}
+	var errs []error
+	for i, ln := range ls.tls {
+		errs = append(errs, add("listen.tls", ls.tlsAddrs[i], ln))
+	}
+	if ls.connect != nil {
+		errs = append(errs, add("listen.connect", ls.connectAddr, ls.connect))
+	}
+	if ls.dnsUDP != nil {
+		errs = append(errs, add("listen.dns", ls.dnsAddr, ls.dnsUDP), add("listen.dns", ls.dnsAddr, ls.dnsTCP))
+	}
+	if ls.admin != nil {
+		errs = append(errs, add("listen.admin", ls.adminAddr, ls.admin))
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, s := range out {
+			s.File.Close()
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// keepUnixSocketFiles makes closing the admin unix listener leave its
+// socket file, which the process it was handed to serves now.
+func (ls *listeners) keepUnixSocketFiles() {
+	switch u := ls.admin.(type) {
+	case interface{ KeepSocketFile() }: // admin.Listen's
+		u.KeepSocketFile()
+	case *net.UnixListener: // inherited
+		u.SetUnlinkOnClose(false)
+	}
 }
 
 func (ls *listeners) close() error {

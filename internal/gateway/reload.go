@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/filewatch"
+	"github.com/snigate/snigate/internal/handover"
 )
 
 const (
@@ -41,19 +42,39 @@ func (g *Gateway) Reload(ctx context.Context, reason string) error {
 func (g *Gateway) reload(ctx context.Context, reason string) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
-	old := g.gen.Load()
-	cfg, err := g.load()
-	if err == nil {
-		err = g.swap(ctx, old, cfg)
+	if g.stopping {
+		g.log.Info("reload ignored while draining", "reason", reason)
+		return errStopping
 	}
-	g.metrics.reloaded(err, time.Now())
+	if msg, err := handover.Reloading(); err == nil {
+		g.sdNotify(msg)
+	}
+	err := g.loadAndSwap(ctx)
+	now := time.Now()
+	g.metrics.reloaded(err, now)
+	g.recordReload(reason, err, now)
 	if err != nil {
+		g.sdNotify(handover.NotifyReady, handover.Status(g.status()+"; the last reload was rejected"))
 		g.log.Error("configuration reload rejected; the running configuration stays in force",
 			"reason", reason, "err", err)
 		return err
 	}
-	g.log.Info("configuration reloaded", "reason", reason, "routes", len(cfg.Routes))
+	g.configInForce(now)
+	g.sdNotify(handover.NotifyReady, handover.Status(g.status()))
+	g.log.Info("configuration reloaded", "reason", reason, "routes", len(g.gen.Load().cfg.Routes))
 	return nil
+}
+
+// errStopping is the reload asked for while the gateway drains.
+var errStopping = errors.New("the gateway is draining: no reload")
+
+func (g *Gateway) loadAndSwap(ctx context.Context) error {
+	old := g.gen.Load()
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	return g.swap(ctx, old, cfg)
 }
 
 func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config) error {
@@ -61,52 +82,49 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 	if err != nil {
 		return err
 	}
-	if err := g.sni.SetConfig(g.sniConfig(cfg)); err != nil {
+	ch, err := g.openListeners(cfg)
+	if err != nil {
 		return err
 	}
-	g.warnRestartNeeded(old.cfg, cfg)
+	if ch != nil {
+		g.tlsPorts = ch.next.tlsPorts()
+	}
+	if err := g.sni.SetConfig(g.sniConfig(cfg)); err != nil {
+		if ch != nil {
+			ch.opened.close()
+			g.tlsPorts = g.ls.tlsPorts()
+		}
+		return err
+	}
 	old.stop()
 	gen.adopt(old)
 	gen.start(ctx, g.log)
 	g.sni.SetRoutes(gen.routes)
-	if g.dns != nil && gen.dns != nil {
-		if nh, ok := gen.dns.(*dnsresponder.Handler); ok {
-			if oh, ok := old.dns.(*dnsresponder.Handler); ok {
-				nh.Adopt(oh)
-			}
+	if nh, ok := gen.dns.(*dnsresponder.Handler); ok {
+		if oh, ok := old.dns.(*dnsresponder.Handler); ok {
+			nh.Adopt(oh)
 		}
-		g.dns.SetHandler(gen.dns)
 	}
+	g.dns.SetHandler(gen.dns)
 	g.gen.Store(gen)
+	if ch != nil {
+		g.apply(ch)
+	}
 	g.metrics.prune(old.cfg, cfg)
 	g.metrics.initRoutes(cfg, g.labels)
 	g.logRoutes(gen)
 	return nil
 }
 
-// warnRestartNeeded names the settings a reload does not apply: the
-// listener addresses are fixed at start. Timeouts, max_connections,
-// listen.allow and listen.proxy_protocol_from apply to new connections
-// (listen.allow and dns.allow to the next DNS query).
-func (g *Gateway) warnRestartNeeded(old, cur *config.Config) {
-	changed := func(key string) {
-		g.log.Warn("setting changed in the configuration file; it applies only after a restart", "key", key)
+// openListeners opens the listeners of cfg's new addresses while the
+// gateway runs (nil, nil when it does not: Run opens cfg's). Timeouts,
+// max_connections, listen.allow and listen.proxy_protocol_from apply to
+// new connections (listen.allow and dns.allow to the next DNS query).
+func (g *Gateway) openListeners(cfg *config.Config) (*listenerChange, error) {
+	if g.ls == nil {
+		return nil, nil
 	}
-	if !slices.Equal(old.Listen.TLS, cur.Listen.TLS) {
-		changed("listen.tls")
-	}
-	if old.Listen.DNS != cur.Listen.DNS {
-		changed("listen.dns")
-	}
-	if old.Listen.Admin != cur.Listen.Admin {
-		changed("listen.admin")
-	}
-	if old.Listen.Connect != cur.Listen.Connect {
-		changed("listen.connect")
-	}
-	if (old.Listen.DNS == "") != (cur.Listen.DNS == "") {
-		changed("dns")
-	}
+	return g.relisten(g.ls, cfg)
 }
 
 // load reads and parses the configuration file, and records the hash of

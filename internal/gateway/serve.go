@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/handover"
 	"github.com/snigate/snigate/sni"
 )
 
@@ -41,6 +42,7 @@ func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
 
 	g.initSeries(ls)
 	srv := &servers{errc: make(chan error, len(ls.tls)+4)}
+	g.running(ctx, ls, srv)
 	g.startServers(srv, ls)
 	gen := g.gen.Load()
 	gen.start(ctx, g.log)
@@ -53,34 +55,64 @@ func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
 
 	g.setReady(true)
 	g.logStart(ls)
+	g.announceReady()
 	if g.opts.ReadyFunc != nil {
 		g.opts.ReadyFunc(ls.addrs())
 	}
 	for {
 		select {
 		case <-ctx.Done():
+			g.sdNotify(handover.NotifyStopping)
 			return g.drain(sigs, srv)
 		case sig := <-sigs:
-			switch sig {
-			case syscall.SIGHUP:
-				g.Reload(ctx, "SIGHUP")
-				continue
-			case syscall.SIGQUIT:
-				g.log.Warn("stop now: closing every connection", "signal", sig.String(),
-					"connections", g.openConnections())
-				g.shutdownNow(srv)
-				return ErrForcedStop
+			if done, err := g.signaled(ctx, sig, sigs, srv); done {
+				return err
 			}
-			g.log.Info("stop signal received", "signal", sig.String())
-			return g.drain(sigs, srv)
 		case reason := <-reloadc:
 			g.Reload(ctx, reason)
 		case err := <-srv.errc:
 			g.log.Error("server failed, stopping", "err", err)
+			g.sdNotify(handover.NotifyStopping)
 			g.shutdownNow(srv)
 			return err
 		}
 	}
+}
+
+// signaled acts on a signal received while serving; done says that Run
+// returns err.
+func (g *Gateway) signaled(ctx context.Context, sig os.Signal, sigs <-chan os.Signal, srv *servers) (done bool, err error) {
+	switch sig {
+	case syscall.SIGHUP:
+		g.Reload(ctx, "SIGHUP")
+		return false, nil
+	case syscall.SIGUSR2:
+		g.reloadMu.Lock()
+		ls := g.ls
+		g.reloadMu.Unlock()
+		if !g.upgrade(ctx, ls) {
+			return false, nil
+		}
+		g.giveWay(ls)
+		return true, g.drain(sigs, srv)
+	case syscall.SIGQUIT:
+		g.log.Warn("stop now: closing every connection", "signal", sig.String(),
+			"connections", g.openConnections())
+		g.sdNotify(handover.NotifyStopping)
+		g.shutdownNow(srv)
+		return true, ErrForcedStop
+	}
+	g.log.Info("stop signal received", "signal", sig.String())
+	g.sdNotify(handover.NotifyStopping)
+	return true, g.drain(sigs, srv)
+}
+
+// running records what Run serves, for reloads and the admin API.
+func (g *Gateway) running(ctx context.Context, ls *listeners, srv *servers) {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	g.ls, g.srv = ls, srv
+	g.runCtx.Store(&ctx)
 }
 
 // notify returns the channel Run's signals arrive on and the func that
@@ -101,7 +133,7 @@ func (g *Gateway) startServers(srv *servers, ls *listeners) {
 	if ls.connect != nil {
 		srv.run("listen.connect", func() error { return g.sni.ServeConnect(ls.connect) })
 	}
-	if g.dns != nil && ls.dnsUDP != nil {
+	if ls.dnsUDP != nil {
 		srv.run("listen.dns udp", func() error { return g.dns.ServeUDP(ls.dnsUDP) })
 		srv.run("listen.dns tcp", func() error { return g.dns.ServeTCP(ls.dnsTCP) })
 	}
@@ -112,11 +144,7 @@ func (g *Gateway) startServers(srv *servers, ls *listeners) {
 
 func (g *Gateway) setReady(ready bool) {
 	g.ready.Store(ready)
-	if ready {
-		g.metrics.ready.Set(1)
-	} else {
-		g.metrics.ready.Set(0)
-	}
+	g.readyChanged()
 }
 
 func (g *Gateway) logStart(ls *listeners) {
@@ -149,6 +177,7 @@ func (g *Gateway) logRoutes(gen *generation) {
 // more than RepeatStopWindow after the drain began, cuts the budget short;
 // while it runs it logs the connections still open.
 func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers) error {
+	g.markStopping()
 	g.setReady(false)
 	first := g.clock()
 	budget := g.gen.Load().cfg.Timeouts.Drain
@@ -176,9 +205,7 @@ func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers) error {
 func (g *Gateway) shutdown(ctx context.Context, srv *servers) error {
 	var errs []error
 	errs = append(errs, g.sni.Shutdown(ctx))
-	if g.dns != nil {
-		errs = append(errs, g.dns.Shutdown(ctx))
-	}
+	errs = append(errs, g.dns.Shutdown(ctx))
 	g.gen.Load().stop()
 	adminCtx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 	defer cancel()
@@ -188,8 +215,17 @@ func (g *Gateway) shutdown(ctx context.Context, srv *servers) error {
 }
 
 func (g *Gateway) shutdownNow(srv *servers) {
+	g.markStopping()
 	g.setReady(false)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	g.shutdown(ctx, srv)
+}
+
+// markStopping refuses the reloads that would come after this point: the
+// servers are being shut down and their goroutines waited for.
+func (g *Gateway) markStopping() {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	g.stopping = true
 }

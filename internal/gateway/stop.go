@@ -21,7 +21,7 @@ const (
 // runSignals are the signals Run handles while it runs. SIGQUIT is among
 // them so that it stops the gateway at once instead of Go's default
 // (a goroutine dump and exit status 2).
-var runSignals = []os.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT}
+var runSignals = []os.Signal{syscall.SIGHUP, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT}
 
 // ErrForcedStop is returned by Run when SIGQUIT, or a stop signal more
 // than RepeatStopWindow after the first, closed connections before they
@@ -34,7 +34,7 @@ type stopAction int
 const (
 	stopRepeat  stopAction = iota // the stop request in progress, sent again
 	stopNow                       // close the remaining connections now
-	stopIgnored                   // SIGHUP: no reload while draining
+	stopIgnored                   // SIGHUP, SIGUSR2: no reload or upgrade while draining
 )
 
 // classify tells what sig, received at now while a drain that began at
@@ -43,7 +43,7 @@ func classify(sig os.Signal, first, now time.Time) stopAction {
 	switch {
 	case sig == syscall.SIGQUIT:
 		return stopNow
-	case sig == syscall.SIGHUP:
+	case sig == syscall.SIGHUP || sig == syscall.SIGUSR2:
 		return stopIgnored
 	case now.Sub(first) <= RepeatStopWindow:
 		return stopRepeat
@@ -91,7 +91,11 @@ func (g *Gateway) answerDuringDrain(sig os.Signal, first time.Time) bool {
 			"window", RepeatStopWindow.String())
 		return false
 	case stopIgnored:
-		g.log.Info("reload ignored while draining", "signal", sig.String())
+		what := "reload"
+		if sig == syscall.SIGUSR2 {
+			what = "upgrade"
+		}
+		g.log.Info(what+" ignored while draining", "signal", sig.String())
 		return false
 	}
 	g.log.Warn("stop now: closing the remaining connections", "signal", sig.String(),

@@ -248,12 +248,22 @@ func (in *Inherited) Ready() ([]string, error) {
 	return closed, err
 }
 
+// Close closes the sockets nothing claimed and the hand-over's pipe
+// without telling the old process anything: it sees this process fail.
+// For a start that fails; Ready is the way to succeed.
+func (in *Inherited) Close() {
+	if in != nil {
+		in.closeAll()
+	}
+}
+
 func (in *Inherited) closeAll() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.closeAllLocked()
 	if in.ready != nil {
 		in.ready.Close()
+		in.ready = nil
 	}
 }
 

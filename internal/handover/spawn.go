@@ -156,7 +156,7 @@ func waitReady(ctx context.Context, cmd *exec.Cmd, readyR *os.File, timeout time
 		return fmt.Errorf("hand-over: new process %d (%s) exited before it was ready (%v); the old process keeps serving, see the new one's log lines above", cmd.Process.Pid, cmd.Path, exitReason(werr))
 	case <-ctx.Done():
 		cmd.Process.Kill()
-		cmd.Wait()   // its end of the pipe closes: readReady returns
+		cmd.Wait() // its end of the pipe closes: readReady returns
 		readyR.Close()
 		return fmt.Errorf("hand-over: new process %d (%s) not ready within %s: killed; the old process keeps serving", cmd.Process.Pid, cmd.Path, timeout)
 	}

@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/snigate/snigate/internal/handover"
+)
+
+// DefaultUpgradeTimeout is how long an upgrade waits for the new process
+// to be ready before it kills it and keeps serving.
+const DefaultUpgradeTimeout = time.Minute
+
+// upgrade (SIGUSR2) starts the program at this process's executable path
+// (the new binary, once it has replaced the old one on disk) with the
+// same arguments and every listening socket, and waits until it serves.
+// It reports true when the new process serves: this one must then stop
+// accepting and drain. On failure the new process is killed and this one
+// goes on serving, as if nothing happened.
+func (g *Gateway) upgrade(ctx context.Context, ls *listeners) bool {
+	reloading, err := handover.Reloading()
+	if err == nil {
+		g.sdNotify(reloading, handover.Status("upgrading: starting the new process"))
+	}
+	g.log.Info("upgrade: starting a new process with the listening sockets", "signal", "SIGUSR2")
+	child, err := g.spawn(ctx, ls)
+	if err != nil {
+		g.log.Error("upgrade failed; this process keeps serving", "err", err)
+		g.sdNotify(handover.NotifyReady, handover.Status("serving; the last upgrade failed: "+err.Error()))
+		return false
+	}
+	g.log.Info("upgrade: the new process serves; this one stops accepting and drains",
+		"pid", child.Pid, "path", child.Path, "connections", g.openConnections())
+	return true
+}
+
+func (g *Gateway) spawn(ctx context.Context, ls *listeners) (*handover.Child, error) {
+	g.reloadMu.Lock() // the listeners do not change while they are duplicated
+	socks, err := ls.sockets()
+	g.reloadMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("upgrade: %w", err)
+	}
+	return handover.Spawn(ctx, handover.SpawnConfig{Sockets: socks, Timeout: g.upgradeTimeout()})
+}
+
+func (g *Gateway) upgradeTimeout() time.Duration {
+	if g.upgradeWait > 0 {
+		return g.upgradeWait
+	}
+	return DefaultUpgradeTimeout
+}
+
+// giveWay stops this process's share of the sockets it handed over: the
+// DNS and admin servers stop at once (the new process answers on the same
+// sockets; this one must not answer /readyz or DNS while it drains), the
+// admin unix socket file is left to the new process, and the TLS and
+// CONNECT listeners close when drain shuts the SNI server down.
+func (g *Gateway) giveWay(ls *listeners) {
+	g.reloadMu.Lock()
+	g.stopping = true
+	g.reloadMu.Unlock()
+	ls.keepUnixSocketFiles()
+	ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+	defer cancel()
+	if err := g.dns.Shutdown(ctx); err != nil {
+		g.log.Warn("upgrade: DNS queries in flight cut short", "err", err)
+	}
+	if err := g.admin.Shutdown(ctx); err != nil {
+		g.log.Warn("upgrade: admin requests in flight cut short", "err", err)
+	}
+}
+
+// announceReady tells whoever waits that the gateway serves: the old
+// process of a hand-over (which then drains), and systemd (READY=1; with
+// MAINPID= first when this process takes over from another). Inherited
+// sockets that the configuration no longer has are closed.
+func (g *Gateway) announceReady() {
+	took := g.inherit.HasParent()
+	msgs := []string{handover.NotifyReady, handover.Status(g.status())}
+	if took {
+		// Before the old process learns it may exit: systemd must know the
+		// new main process first.
+		msgs = append([]string{handover.MainPID()}, msgs...)
+	}
+	g.sdNotify(msgs...)
+	closed, err := g.inherit.Ready()
+	for _, c := range closed {
+		g.log.Info("inherited socket not in the configuration: closed", "socket", c)
+	}
+	if err != nil {
+		g.log.Error("hand-over: tell the old process that this one serves", "err", err)
+	}
+	if took {
+		g.log.Info("upgrade: serving; the old process drains its connections", "pid", os.Getpid())
+	}
+}
+
+// status is the STATUS= line systemctl status shows.
+func (g *Gateway) status() string {
+	return fmt.Sprintf("serving %d routes", len(g.gen.Load().cfg.Routes))
+}
+
+// sdNotify sends sd_notify(3) messages when systemd asked for them.
+func (g *Gateway) sdNotify(msgs ...string) {
+	if _, err := handover.Notify(msgs...); err != nil {
+		g.log.Warn("cannot notify systemd", "err", err)
+	}
+}
