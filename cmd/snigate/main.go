@@ -19,7 +19,6 @@ import (
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/demo"
 	"github.com/snigate/snigate/internal/gateway"
-	"github.com/snigate/snigate/upstream"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -32,7 +31,7 @@ const usage = `usage:
   snigate ca init --out DIR [--name NAME ...] [--force]
   snigate ctl [--admin ADDR] upstreams
   snigate ctl [--admin ADDR] set ROUTE UPSTREAM STATE    (STATE: ready | drain | maint)
-  snigate version
+` + ctlUsage + `  snigate version
 `
 
 // Exit statuses (interface.md).
@@ -183,43 +182,20 @@ func cmdCA(args []string, stdout, stderr io.Writer) int {
 func cmdCtl(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ctl", flag.ContinueOnError)
 	addr := fs.String("admin", admin.DefaultAddr, `admin API address: "host:port" or "unix:/path"`)
+	output := fs.String("o", "table", "output format: table or json")
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	c := &admin.Client{Addr: *addr}
-	ctx := context.Background()
-	switch rest := fs.Args(); {
-	case len(rest) == 1 && rest[0] == "upstreams":
-		st, err := c.Upstreams(ctx)
-		if err != nil {
-			return failure(stderr, "ctl", err)
-		}
-		if err := admin.WriteUpstreamTable(stdout, st); err != nil {
-			return failure(stderr, "ctl", err)
-		}
-		return exitOK
-	case len(rest) == 4 && rest[0] == "set":
-		state, err := upstream.ParseState(rest[3])
-		if err != nil {
-			fmt.Fprintf(stderr, "snigate ctl set: %v\n", err)
-			return exitUsage
-		}
-		st, err := c.SetState(ctx, rest[1], rest[2], state)
-		if err != nil {
-			return failure(stderr, "ctl", err)
-		}
-		return writeTable(stdout, stderr, st)
+	if *output != "table" && *output != "json" {
+		fmt.Fprintf(stderr, "snigate ctl: -o %q: want table or json\n", *output)
+		return exitUsage
 	}
-	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\" or \"set ROUTE UPSTREAM STATE\"\n%s", usage)
+	if code, ok := ctlVerb(&admin.Client{Addr: *addr}, fs.Args(), *output, stdout, stderr); ok {
+		return code
+	}
+	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\", \"set ROUTE UPSTREAM STATE\", \"routes\", \"config\", \"reload\" or \"ready [on|off]\"\n%s", usage)
 	return exitUsage
-}
-
-func writeTable(stdout, stderr io.Writer, st upstream.Status) int {
-	if err := admin.WriteUpstreamTable(stdout, []upstream.Status{st}); err != nil {
-		return failure(stderr, "ctl", err)
-	}
-	return exitOK
 }
 
 func cmdVersion(_ []string, stdout, _ io.Writer) int {

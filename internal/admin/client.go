@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,6 +81,13 @@ func (c *Client) SetState(ctx context.Context, route, addr string, s upstream.St
 
 // do sends one request and decodes a 200 answer into out.
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
+	return c.doAccepting(ctx, method, path, body, out)
+}
+
+// doAccepting sends one request and decodes into out a 200 answer, or an
+// answer with one of the other codes in accept (whose body has out's
+// shape, not {"error": ...}).
+func (c *Client) doAccepting(ctx context.Context, method, path string, body io.Reader, out any, accept ...int) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL()+path, body)
 	if err != nil {
 		return fmt.Errorf("admin API request %s %s: %w", method, path, err)
@@ -97,7 +105,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ou
 	if err != nil {
 		return fmt.Errorf("admin API at %s: read the answer to %s %s: %w", c.addr(), method, path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && !slices.Contains(accept, resp.StatusCode) {
 		return c.apiError(resp, data)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
