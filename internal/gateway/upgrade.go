@@ -54,15 +54,18 @@ func (g *Gateway) upgradeTimeout() time.Duration {
 }
 
 // giveWay stops this process's share of the sockets it handed over: the
+// TLS and CONNECT listeners close and the connections still in their
+// handshakes are let through to their tunnels (drain would cut them), the
 // DNS and admin servers stop at once (the new process answers on the same
-// sockets; this one must not answer /readyz or DNS while it drains), the
-// admin unix socket file is left to the new process, and the TLS and
-// CONNECT listeners close when drain shuts the SNI server down.
+// sockets; this one must not answer /readyz or DNS while it drains), and
+// the admin unix socket file is left to the new process.
 func (g *Gateway) giveWay(ls *listeners) {
 	g.reloadMu.Lock()
 	g.stopping = true
+	cfg := g.gen.Load().cfg
 	g.reloadMu.Unlock()
 	ls.keepUnixSocketFiles()
+	g.sni.StopAccepting()
 	ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 	defer cancel()
 	if err := g.dns.Shutdown(ctx); err != nil {
@@ -70,6 +73,29 @@ func (g *Gateway) giveWay(ls *listeners) {
 	}
 	if err := g.admin.Shutdown(ctx); err != nil {
 		g.log.Warn("upgrade: admin requests in flight cut short", "err", err)
+	}
+	g.awaitHandshakes(cfg.Timeouts.ClientHello + cfg.Timeouts.Connect)
+}
+
+// handshakePoll is how often awaitHandshakes looks at the connections
+// still in their handshakes.
+const handshakePoll = 20 * time.Millisecond
+
+// awaitHandshakes waits, at most limit (the longest a handshake and an
+// upstream dial may take), until no connection is in its handshakes.
+func (g *Gateway) awaitHandshakes(limit time.Duration) {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(handshakePoll)
+	defer tick.Stop()
+	for g.sni.Handshaking() > 0 {
+		select {
+		case <-deadline.C:
+			g.log.Warn("upgrade: connections still in their handshakes after the handshake and connect timeouts; the drain closes them",
+				"connections", g.sni.Handshaking())
+			return
+		case <-tick.C:
+		}
 	}
 }
 
