@@ -111,7 +111,8 @@ func checkUnitExec(t *testing.T, u unitFile) {
 	checks := []struct{ key, want string }{
 		{"ExecStartPre", installedBinary + " check -c " + installedConfig},
 		{"ExecStart", installedBinary + " run -c " + installedConfig},
-		{"ExecReload", "/bin/kill -HUP $MAINPID"},
+		{"Type", "notify-reload"}, // the reload is SIGHUP; snigate sends RELOADING=1 and READY=1
+		{"NotifyAccess", "all"},   // an upgrade's new process sends MAINPID=
 	}
 	for _, c := range checks {
 		found := false
@@ -139,6 +140,7 @@ func unitForVerify(t *testing.T) string {
 		t.Skip("no true(1) to stand in for the snigate binary")
 	}
 	unit := strings.ReplaceAll(string(readFile(t, unitPath)), installedBinary, stub)
+	unit = withDropInBefore253(t, unit)
 	p := filepath.Join(t.TempDir(), "snigate.service")
 	if err := os.WriteFile(p, []byte(unit), 0o644); err != nil {
 		t.Fatal(err)

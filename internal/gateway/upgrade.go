@@ -112,8 +112,14 @@ func (g *Gateway) announceReady() {
 		msgs = append([]string{handover.MainPID()}, msgs...)
 	}
 	g.sdNotify(msgs...)
+	source := g.inherit.Source()
 	closed, err := g.inherit.Ready()
 	for _, c := range closed {
+		if source == handover.SourceSystemd {
+			g.log.Warn("socket from systemd matches no listen.* address: closed here, but systemd still listens on it and connections there wait unanswered; make snigate.socket and listen.* list the same addresses",
+				"socket", c)
+			continue
+		}
 		g.log.Info("inherited socket not in the configuration: closed", "socket", c)
 	}
 	if err != nil {
