@@ -149,9 +149,9 @@ func (w *world) pushBigBlob(t *testing.T, dir string) bigBlob {
 	return bigBlob{digest: d.String(), size: size}
 }
 
-// upgradeConfig is the world's gateway configuration on the upgrade
-// test's ports, with a drain long enough for the download.
-func (w *world) upgradeConfig() string {
+// upgradeConfig is the world's gateway configuration on ports of its
+// own, with a drain long enough for the download.
+func (w *world) upgradeConfig(tlsPort int, admin, dns string) string {
 	spec := gatewaySpec{
 		answer:      bastionAddr,
 		registryUps: []string{registryAAddr, registryBAddr},
@@ -162,9 +162,9 @@ func (w *world) upgradeConfig() string {
 	}
 	y := spec.yaml()
 	for from, to := range map[string]string{
-		`tls: [":443"]`:        fmt.Sprintf(`tls: [":%d"]`, upgradeTLSPort),
-		`dns: ":53"`:           fmt.Sprintf("dns: %q", upgradeDNSAddr),
-		`admin: "` + adminAddr: `admin: "` + upgradeAdminAddr,
+		`tls: [":443"]`:        fmt.Sprintf(`tls: [":%d"]`, tlsPort),
+		`dns: ":53"`:           fmt.Sprintf("dns: %q", dns),
+		`admin: "` + adminAddr: `admin: "` + admin,
 		"  drain: 2s\n":        "  drain: 60s\n",
 	} {
 		if !strings.Contains(y, from) {
@@ -180,11 +180,18 @@ func (w *world) upgradeConfig() string {
 func (w *world) startUpgradeGateway(t *testing.T, dir, bin string) *proc {
 	t.Helper()
 	cfg := filepath.Join(dir, "snigate.yaml")
-	if err := os.WriteFile(cfg, []byte(w.upgradeConfig()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(w.upgradeConfig(upgradeTLSPort, upgradeAdminAddr, upgradeDNSAddr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(w.logs, "snigate-upgrade.log")
-	p, err := startProc("snigate-upgrade", logPath, w.bastion.command(bin, "run", "-c", cfg, "--log-format", "json"))
+	return w.startAndWaitReady(t, "snigate-upgrade", logPath, upgradeAdminAddr,
+		w.bastion.command(bin, "run", "-c", cfg, "--log-format", "json"))
+}
+
+// startAndWaitReady starts cmd and waits until admin answers /readyz 200.
+func (w *world) startAndWaitReady(t *testing.T, name, logPath, admin string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p, err := startProc(name, logPath, cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,14 +199,14 @@ func (w *world) startUpgradeGateway(t *testing.T, dir, bin string) *proc {
 		if !p.running() {
 			return fmt.Errorf("%w: exited: %v", errGaveUp, p.err)
 		}
-		status, _, err := httpGetIn(w.bastion, upgradeAdminAddr, "/readyz")
+		status, _, err := httpGetIn(w.bastion, admin, "/readyz")
 		if err == nil && status != http.StatusOK {
 			err = fmt.Errorf("/readyz: %d", status)
 		}
 		return err
 	})
 	if err != nil {
-		t.Fatalf("snigate run (upgrade test): %v\n%s", err, p.tail(30))
+		t.Fatalf("%s: %v\n%s", name, err, p.tail(30))
 	}
 	return p
 }
