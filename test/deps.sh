@@ -16,6 +16,7 @@ have dig             || need+=(dnsutils)
 have nft             || need+=(nftables)
 have sslscan         || need+=(sslscan)
 have promtool        || need+=(prometheus)
+have systemd-socket-activate || need+=(systemd)   # e2e TestSocketActivationThenUpgrade; systemd-analyze for deploy
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2
