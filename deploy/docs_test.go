@@ -72,7 +72,7 @@ var snigateCommands = map[string][]string{
 	"check":   {"-c", "--probe"},
 	"demo":    {"--keep"},
 	"ca":      {"init", "--out", "--name", "--force"}, // --name: an extension (cmd/snigate usage)
-	"ctl":     {"--admin", "upstreams", "set"},
+	"ctl":     {"--admin", "-o", "upstreams", "set", "routes", "config", "reload", "ready"}, // -o and the verbs after set: extensions (cmd/snigate/ctl_runtime.go)
 	"version": {},
 }
 

@@ -74,7 +74,7 @@ type Gateway struct {
 	inherit  *handover.Inherited // sockets from systemd or an old process; set by Run
 	ls       *listeners          // the listeners served; under reloadMu, nil until Run
 	srv      *servers            // their serving goroutines; under reloadMu
-	stopping bool                // draining or handed over: no reload; under reloadMu
+	stopping bool                // draining or upgrading: no reload; under reloadMu
 
 	// Tests only: the signals Run reads instead of signal.Notify's, the
 	// clock stop requests are timed with, and the period of the drain's

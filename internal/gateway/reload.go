@@ -43,7 +43,7 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	if g.stopping {
-		g.log.Info("reload ignored while draining", "reason", reason)
+		g.log.Info("reload ignored while draining or upgrading", "reason", reason)
 		return errStopping
 	}
 	if msg, err := handover.Reloading(); err == nil {
@@ -65,8 +65,9 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	return nil
 }
 
-// errStopping is the reload asked for while the gateway drains.
-var errStopping = errors.New("the gateway is draining: no reload")
+// errStopping is the reload asked for while the gateway drains or hands
+// its sockets to a new process.
+var errStopping = errors.New("the gateway is draining or upgrading: no reload; reload the new process")
 
 func (g *Gateway) loadAndSwap(ctx context.Context) error {
 	old := g.gen.Load()

@@ -87,13 +87,10 @@ func (g *Gateway) signaled(ctx context.Context, sig os.Signal, sigs <-chan os.Si
 		g.Reload(ctx, "SIGHUP")
 		return false, nil
 	case syscall.SIGUSR2:
-		g.reloadMu.Lock()
-		ls := g.ls
-		g.reloadMu.Unlock()
-		if !g.upgrade(ctx, ls) {
+		if !g.upgrade(ctx) {
 			return false, nil
 		}
-		g.giveWay(ls)
+		g.giveWay()
 		return true, g.drain(sigs, srv)
 	case syscall.SIGQUIT:
 		g.log.Warn("stop now: closing every connection", "signal", sig.String(),
@@ -224,8 +221,10 @@ func (g *Gateway) shutdownNow(srv *servers) {
 
 // markStopping refuses the reloads that would come after this point: the
 // servers are being shut down and their goroutines waited for.
-func (g *Gateway) markStopping() {
+func (g *Gateway) markStopping() { g.setStopping(true) }
+
+func (g *Gateway) setStopping(on bool) {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
-	g.stopping = true
+	g.stopping = on
 }

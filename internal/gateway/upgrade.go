@@ -19,14 +19,15 @@ const DefaultUpgradeTimeout = time.Minute
 // It reports true when the new process serves: this one must then stop
 // accepting and drain. On failure the new process is killed and this one
 // goes on serving, as if nothing happened.
-func (g *Gateway) upgrade(ctx context.Context, ls *listeners) bool {
+func (g *Gateway) upgrade(ctx context.Context) bool {
 	reloading, err := handover.Reloading()
 	if err == nil {
 		g.sdNotify(reloading, handover.Status("upgrading: starting the new process"))
 	}
 	g.log.Info("upgrade: starting a new process with the listening sockets", "signal", "SIGUSR2")
-	child, err := g.spawn(ctx, ls)
+	child, err := g.spawn(ctx)
 	if err != nil {
+		g.setStopping(false)
 		g.log.Error("upgrade failed; this process keeps serving", "err", err)
 		g.sdNotify(handover.NotifyReady, handover.Status("serving; the last upgrade failed: "+err.Error()))
 		return false
@@ -36,9 +37,13 @@ func (g *Gateway) upgrade(ctx context.Context, ls *listeners) bool {
 	return true
 }
 
-func (g *Gateway) spawn(ctx context.Context, ls *listeners) (*handover.Child, error) {
-	g.reloadMu.Lock() // the listeners do not change while they are duplicated
-	socks, err := ls.sockets()
+// spawn duplicates the listeners and starts the new process. Reloads are
+// refused from here on (the new process would not have their listeners),
+// again allowed if the upgrade fails.
+func (g *Gateway) spawn(ctx context.Context) (*handover.Child, error) {
+	g.reloadMu.Lock()
+	g.stopping = true
+	socks, err := g.ls.sockets()
 	g.reloadMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("upgrade: %w", err)
@@ -59,10 +64,9 @@ func (g *Gateway) upgradeTimeout() time.Duration {
 // DNS and admin servers stop at once (the new process answers on the same
 // sockets; this one must not answer /readyz or DNS while it drains), and
 // the admin unix socket file is left to the new process.
-func (g *Gateway) giveWay(ls *listeners) {
+func (g *Gateway) giveWay() {
 	g.reloadMu.Lock()
-	g.stopping = true
-	cfg := g.gen.Load().cfg
+	ls, cfg := g.ls, g.gen.Load().cfg
 	g.reloadMu.Unlock()
 	ls.keepUnixSocketFiles()
 	g.sni.StopAccepting()
