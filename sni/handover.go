@@ -3,11 +3,12 @@ package sni
 // StopAccepting closes the listeners and lets every connection go on,
 // those still in their handshakes included: for a process that handed its
 // listening sockets to another (an upgrade), where each connection it
-// accepted must finish as if nothing happened. Serve returns an error
-// wrapping net.ErrClosed. Shutdown afterwards drains what is left.
+// accepted must finish as if nothing happened. Serve returns
+// ErrServerClosed. Shutdown afterwards drains what is left.
 func (s *Server) StopAccepting() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopped.Store(true)
 	for ln := range s.listeners {
 		ln.Close()
 	}

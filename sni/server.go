@@ -135,6 +135,7 @@ type Server struct {
 	// (budgetOf).
 	handshakes [2]handshakeBudget
 	closing    atomic.Bool
+	stopped    atomic.Bool   // StopAccepting closed the listeners
 	quit       chan struct{} // closed when shutting down starts
 	quitOnce   sync.Once
 	ctx        context.Context // canceled when connections are closed by force
@@ -279,7 +280,7 @@ func (s *Server) serve(ln net.Listener, kind string) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if s.closing.Load() {
+			if s.closing.Load() || s.stopped.Load() {
 				return ErrServerClosed
 			}
 			if !isTemporary(err) {
