@@ -148,6 +148,14 @@ func (s *Server) setReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.readiness())
 }
 
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Version == nil {
+		writeError(w, http.StatusNotFound, "this process does not say which build it is")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.cfg.Version)
+}
+
 // readiness is what /readyz would answer now, and why.
 func (s *Server) readiness() Readiness {
 	rd := Readiness{Ready: true, Switch: "on"}

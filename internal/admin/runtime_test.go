@@ -83,6 +83,7 @@ func TestRuntimeEndpoints(t *testing.T) {
 		{name: "ready is on", method: "GET", path: "/api/ready", wantCode: 200, want: []string{`"ready": true`, `"switch": "on"`}},
 		{name: "ready wants a body", method: "POST", path: "/api/ready", body: `{}`, wantCode: 400, want: []string{`no \"ready\"`}},
 		{name: "ready rejects unknown fields", method: "POST", path: "/api/ready", body: `{"ready":false,"x":1}`, wantCode: 400},
+		{name: "version without one is 404", method: "GET", path: "/api/version", wantCode: 404},
 		{name: "pprof off is 404 and says how to turn it on", method: "GET", path: "/debug/pprof/", wantCode: 404,
 			want: []string{"debug.pprof: true"}},
 	}

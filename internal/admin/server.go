@@ -49,6 +49,9 @@ type Config struct {
 	// PprofFunc tells, at each request, whether /debug/pprof/ is served
 	// (debug.pprof). nil: never; /debug/pprof/ answers 404.
 	PprofFunc func() bool
+	// Version is what GET /api/version answers, encoded as JSON: the
+	// running build's version, revision, Go version. nil: 404.
+	Version any
 }
 
 // Server is the admin HTTP server: /healthz, /readyz, /metrics and the
@@ -118,6 +121,7 @@ func (s *Server) routes() http.Handler {
 	handle("/api/config", allow(http.HandlerFunc(s.configStatus), http.MethodGet))
 	handle("/api/reload", allow(http.HandlerFunc(s.reload), http.MethodPost))
 	handle("/api/ready", allow(http.HandlerFunc(s.ready), http.MethodGet, http.MethodPost))
+	handle("/api/version", allow(http.HandlerFunc(s.version), http.MethodGet))
 	handle("/debug/pprof/", s.pprof())
 	handle("/", http.HandlerFunc(notFound))
 	return mux

@@ -49,3 +49,15 @@ func buildLabels(bi *debug.BuildInfo, ok bool) (version, revision, goVersion str
 	}
 	return version, revision, goVersion
 }
+
+// version is GET /api/version: the labels of snigate_build_info.
+type version struct {
+	Version   string `json:"version"`
+	Revision  string `json:"revision"`
+	GoVersion string `json:"go_version"`
+}
+
+func buildVersion() version {
+	v, r, g := buildLabels(debug.ReadBuildInfo())
+	return version{Version: v, Revision: r, GoVersion: g}
+}

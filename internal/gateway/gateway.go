@@ -128,6 +128,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		Runtime:   g,
 		ReadyFunc: g.Ready,
 		PprofFunc: func() bool { return g.gen.Load().cfg.Debug.Pprof },
+		Version:   buildVersion(),
 		Gatherer:  g.registry,
 		Logger:    g.log,
 		Hosts:     adminHosts(cfg.Listen.Admin),

@@ -112,3 +112,12 @@ func TestPprofFollowsConfig(t *testing.T) {
 		t.Errorf("pprof with debug.pprof: true = %d, want 200", code)
 	}
 }
+
+// TestVersionAPI: GET /api/version says which build runs.
+func TestVersionAPI(t *testing.T) {
+	w, _ := newFullWorld(t)
+	code, body := w.adminGet("/api/version")
+	if code != 200 || !strings.Contains(body, `"go_version": "go1.`) || !strings.Contains(body, `"version": `) {
+		t.Fatalf("GET /api/version = %d %s", code, body)
+	}
+}
