@@ -55,6 +55,12 @@ var errorCases = []errorCase{
 	{name: "unknown top-level key", yaml: minimalSplice + "logging: debug\n", want: []string{
 		"snigate.yaml:8: logging: unknown key; allowed here: listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug",
 	}},
+	{name: "debug.pprof is a boolean", yaml: minimalSplice + "debug:\n  pprof: yes\n", want: []string{
+		`snigate.yaml:9: debug.pprof: want true or false, got "yes"`,
+	}},
+	{name: "debug has only pprof", yaml: minimalSplice + "debug:\n  trace: true\n", want: []string{
+		"snigate.yaml:9: debug.trace: unknown key; allowed here: pprof",
+	}},
 	{name: "duplicate top-level key", yaml: minimalSplice + "listen:\n  tls: [\":8443\"]\n", want: []string{
 		"snigate.yaml:8: listen: duplicate key (first at line 1)",
 	}},
