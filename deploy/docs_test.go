@@ -71,7 +71,7 @@ var snigateCommands = map[string][]string{
 	"run":     {"-c", "--log-format", "--log-level"},
 	"check":   {"-c", "--probe"},
 	"demo":    {"--keep"},
-	"ca":      {"init", "--out", "--name", "--force"}, // --name: an extension (cmd/snigate usage)
+	"ca":      {"init", "--out", "--name", "--force"},                                       // --name: an extension (cmd/snigate usage)
 	"ctl":     {"--admin", "-o", "upstreams", "set", "routes", "config", "reload", "ready"}, // -o and the verbs after set: extensions (cmd/snigate/ctl_runtime.go)
 	"version": {},
 }
