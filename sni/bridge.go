@@ -68,6 +68,10 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 		return
 	}
 	client, err := t.handshake(bc)
+	if h := t.ss.route.Handler; h != nil {
+		t.serveTerminated(h, pc, client, err)
+		return
+	}
 	if err == nil && t.deferred {
 		err = t.dialAfterHandshake()
 	}
@@ -146,6 +150,9 @@ func bridgeConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 // client's list. An error makes crypto/tls send an internal_error alert.
 func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	t.hello = hello
+	if t.ss.route.Handler != nil {
+		return t.ss.route.handlerConfig(), nil
+	}
 	if proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos); ok && t.up == nil && t.ss.route.available() {
 		t.deferred, t.promised = true, proto
 		return t.ss.route.serveConfig(proto), nil

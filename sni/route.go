@@ -87,6 +87,10 @@ type Route struct {
 	UpstreamTLSFunc func() *tls.Config
 	// BridgeFunc, bridge only: nil copies bytes both ways.
 	BridgeFunc BridgeFunc
+	// Handler, bridge only, when set, serves the terminated node
+	// connections itself: no upstream is dialed per connection, and
+	// UpstreamTLS, UpstreamTLSFunc and BridgeFunc are unused.
+	Handler BridgeHandler
 	// MaxDials, bridge only, bounds the route's upstream dials in progress
 	// (each an upstream TLS handshake with the edge identity); a dial over
 	// it waits up to DialQueueWait, then the connection is refused with
@@ -209,8 +213,8 @@ func validateSplice(r *Route) error {
 	default:
 		return fmt.Errorf("proxy_protocol %q: want \"\", \"v1\" or \"v2\"", r.ProxyProtocol)
 	}
-	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil {
-		return errors.New("serve, upstream_tls and BridgeFunc apply to bridge routes only")
+	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil || r.Handler != nil {
+		return errors.New("serve, upstream_tls, BridgeFunc and Handler apply to bridge routes only")
 	}
 	return nil
 }

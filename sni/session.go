@@ -62,6 +62,7 @@ type session struct {
 	route    *Route
 	rm       *routeMetrics
 	upstream string
+	node     string // the node's identity from its client certificate
 	up, down atomic.Int64
 	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
 	splice   spliceTunnel
