@@ -147,6 +147,9 @@ type Route struct {
 	// the upstream dials in progress of the route, in all and per client
 	// address; at least 1.
 	MaxDials, MaxDialsPerClient int
+	// HTTP, bridge only, is the http: section: nil copies bytes; set, the
+	// gateway serves the node's HTTP itself (the HTTP-aware bridge).
+	HTTP *HTTP
 }
 
 // Health is a route's health: section, defaults filled in.

@@ -191,7 +191,7 @@ max_connections: 0
 		"snigate.yaml:3: routes: required: at least one route (name, sni, mode, upstreams)",
 	}},
 	{name: "route is not a mapping", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - registry\n", want: []string{
-		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, got "registry"`,
+		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, http, got "registry"`,
 	}},
 	{name: "route keys required", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - balance: leastconn\n", want: []string{
 		`snigate.yaml:4: routes[0].name: required: a name such as "registry" (letters, digits, '-', '_', '.')`,
@@ -200,7 +200,7 @@ max_connections: 0
 		`snigate.yaml:4: routes[0].upstreams: required: one or more addresses such as ["10.1.0.10:443"]`,
 	}},
 	{name: "route unknown and duplicate keys", yaml: minimalSplice + "    helth: {}\n    mode: bridge\n", want: []string{
-		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client`,
+		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, http`,
 		"snigate.yaml:9: routes[0].mode: duplicate key (first at line 6)",
 	}},
 	{name: "route enums", yaml: `listen:
