@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -158,4 +159,28 @@ func dnsServers(listen string, answers []netip.Addr) []string {
 func portNumber(p string) int {
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// WriteNodeConfig is `snigate node-config`: the node files of the
+// configuration at path, merged with what dir holds and written there,
+// then a summary of what goes where (and the warnings) on w.
+func WriteNodeConfig(path, dir string, opt NodeOptions, w io.Writer) error {
+	nc, warns, err := NodeConfig(path, opt)
+	if err != nil {
+		return err
+	}
+	files, err := nodeconfig.Build(nc, nodeconfig.ReadDir(dir))
+	if err != nil {
+		return err
+	}
+	if err := nodeconfig.Write(dir, files); err != nil {
+		return err
+	}
+	if err := nodeconfig.WriteSummary(w, dir, files); err != nil {
+		return err
+	}
+	for _, warn := range warns {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	return nil
 }
