@@ -80,20 +80,30 @@ func query(ctx context.Context, server, name string, qtype uint16, timeout time.
 	return in, nil
 }
 
-// resolve asks server for name's A and AAAA records.
+// resolve asks server for name's A and AAAA records. As the node's
+// resolver library does, it takes the addresses of whichever answered: a
+// server that answers A but refuses AAAA (dnsmasq with only an IPv4
+// address for the name) still resolves the name.
 func resolve(ctx context.Context, server, name string, timeout time.Duration) ([]netip.Addr, error) {
 	var out []netip.Addr
+	var firstErr error
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		in, err := query(ctx, server, name, qt, timeout)
 		if err != nil {
-			return nil, err
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
 		}
 		out = append(out, addrsOf(in)...)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w for %s from %s", errNoAnswer, name, server)
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case firstErr != nil:
+		return nil, firstErr
 	}
-	return out, nil
+	return nil, fmt.Errorf("%w for %s from %s", errNoAnswer, name, server)
 }
 
 func addrsOf(m *dns.Msg) []netip.Addr {
