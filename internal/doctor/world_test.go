@@ -44,7 +44,9 @@ const (
 	blobsName = "blobs.test"
 )
 
-func newWorld(t *testing.T) *world {
+// newWorld builds a world; each tune changes the registry's TLS
+// configuration before it starts.
+func newWorld(t *testing.T, tune ...func(*tls.Config)) *world {
 	t.Helper()
 	ca, err := pki.NewAuthority("snigate test CA")
 	if err != nil {
@@ -54,7 +56,7 @@ func newWorld(t *testing.T) *world {
 	w.caFile = filepath.Join(w.dir, "ca.crt")
 	must(t, os.WriteFile(w.caFile, ca.PEM, 0o644))
 	w.handler = w.registry()
-	w.startTLS(t)
+	w.startTLS(t, tune)
 	w.dns = w.startDNS(t)
 	must(t, os.WriteFile(filepath.Join(w.dir, "hosts"), []byte("127.0.0.1 localhost\n"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(w.dir, "certs.d"), 0o755))
@@ -68,7 +70,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func (w *world) startTLS(t *testing.T) {
+func (w *world) startTLS(t *testing.T, tune []func(*tls.Config)) {
 	leaf, err := w.ca.Issue(pki.SANs(regName, authName, blobsName))
 	must(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
@@ -80,6 +82,9 @@ func (w *world) startTLS(t *testing.T) {
 	srv.EnableHTTP2 = true
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // doctor's tls step hangs up after the handshake
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf.Pair}}
+	for _, f := range tune {
+		f(srv.TLS)
+	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	w.port = srv.Listener.Addr().(*net.TCPAddr).Port
