@@ -51,6 +51,9 @@ func NodeConfig(path string, opt NodeOptions) (nodeconfig.Config, []string, erro
 		warns = append(warns, w...)
 	}
 	nc.DNSServers = dnsServers(cfg.Listen.DNS, cfg.DNS.Answer)
+	if len(nc.Answers) == 0 {
+		warns = append(warns, "dns.answer is not set: no /etc/hosts lines (they need the gateway's addresses)")
+	}
 	if len(nc.DNSServers) == 0 {
 		warns = append(warns, "listen.dns is not set: no resolved drop-in; send the routed names to the DNS server that answers them for snigate (the CoreDNS plugin)")
 	}

@@ -28,11 +28,11 @@ func Build(c Config, existing Existing) ([]File, error) {
 	}
 	var files []File
 	for _, h := range c.Hosts {
-		fs, err := hostFiles(c, h, existing)
+		hf, err := hostFiles(c, h, existing)
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, fs...)
+		files = append(files, hf...)
 	}
 	return append(files, nodeFiles(c)...), nil
 }
