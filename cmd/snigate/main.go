@@ -32,6 +32,8 @@ const usage = `usage:
   snigate ca init --out DIR [--name NAME ...] [--force]
   snigate ctl [--admin ADDR] upstreams
   snigate ctl [--admin ADDR] set ROUTE UPSTREAM STATE    (STATE: ready | drain | maint)
+  snigate node-config -c FILE [--out DIR] [--runtime containerd|docker|podman]
+  snigate doctor NAME [--ca FILE] [--dns ADDR]
   snigate version
 `
 
@@ -54,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmds := map[string]func([]string, io.Writer, io.Writer) int{
 		"run": cmdRun, "check": cmdCheck, "demo": cmdDemo, "ca": cmdCA,
 		"ctl": cmdCtl, "version": cmdVersion,
+		"node-config": cmdNodeConfig, "doctor": cmdDoctor,
 	}
 	if f := cmds[args[0]]; f != nil {
 		return f(args[1:], stdout, stderr)

@@ -58,6 +58,7 @@ type gatewaySpec struct {
 	connect     bool     // listen.connect
 	registryUps []string // bridge route upstreams
 	mirrorUp    string   // splice route upstream
+	tokenUp     string   // splice route to the token-auth registry
 	serveCA     string   // dir with ca.crt, ca.key from `snigate ca init`
 	edge        keyPair  // the edge client certificate
 	registryCA  string   // the registry's CA file
@@ -109,10 +110,16 @@ routes:
     upstreams: [%q]
     health:
       check: tcp
+%s  - name: tokenreg
+    sni: [%q]
+    mode: splice
+    upstreams: [%q]
+    health:
+      check: tcp
 %s`, g.answer, registryHost, quoteAll(g.registryUps), health,
 		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
 		g.edge.certFile, g.edge.keyFile, g.registryCA,
-		mirrorHost, g.mirrorUp, health)
+		mirrorHost, g.mirrorUp, health, tokenHost, g.tokenUp, health)
 	return b.String()
 }
 

@@ -13,6 +13,8 @@ import (
 const (
 	registryHost = "registry.example.test" // bridge route: registry with mTLS
 	mirrorHost   = "mirror.example.test"   // splice route: registry with plain TLS
+	tokenHost    = "tokenreg.example.test" // splice route: registry with token auth
+	realmHost    = "auth.example.test"     // its token realm's host: no route
 	unroutedHost = "nothere.example.test"  // no route: must fail
 
 	nodeAddr      = "10.77.1.2"
@@ -21,6 +23,7 @@ const (
 	registryAAddr = "10.77.2.10:443"
 	registryBAddr = "10.77.2.11:443"
 	mirrorAddr    = "10.77.2.20:443"
+	tokenRegAddr  = "10.77.2.30:443"
 	adminAddr     = "127.0.0.1:9090" // inside the bastion namespace
 	connectPort   = 3128
 	keepEnv       = "SNIGATE_E2E_KEEP" // 1: keep the world's directory
@@ -41,6 +44,7 @@ type world struct {
 	procs                   []*proc
 
 	regA, regB, mirror *registry
+	tokenReg           *registry // token auth, realm on realmHost
 	image              *testImage
 	gw                 *gateway
 	ctrd               *containerd
@@ -115,7 +119,7 @@ func (w *world) makeNamespaces() error {
 		w.bastion, "to-node", []string{bastionAddr + "/24"}); err != nil {
 		return err
 	}
-	regAddrs := []string{hostOf(registryAAddr) + "/24", hostOf(registryBAddr) + "/24", hostOf(mirrorAddr) + "/24"}
+	regAddrs := []string{hostOf(registryAAddr) + "/24", hostOf(registryBAddr) + "/24", hostOf(mirrorAddr) + "/24", hostOf(tokenRegAddr) + "/24"}
 	if err := vethPair(w.bastion, "to-registry", []string{bastionUpAddr + "/24"},
 		w.registry, "to-bastion", regAddrs); err != nil {
 		return err
@@ -178,7 +182,10 @@ func (w *world) startRegistries() error {
 	if w.mirrorCerts, err = certsDir(w.dir, "certs-mirror", w.mirrorCA.file, nil); err != nil {
 		return err
 	}
-	for _, r := range []*registry{w.regA, w.regB, w.mirror} {
+	if w.tokenReg, err = w.newTokenRegistry(pki, storage); err != nil {
+		return err
+	}
+	for _, r := range []*registry{w.regA, w.regB, w.mirror, w.tokenReg} {
 		if err := w.startRegistry(r); err != nil {
 			return err
 		}
@@ -241,6 +248,7 @@ func (w *world) startGateway() error {
 		answer:      bastionAddr,
 		registryUps: []string{registryAAddr, registryBAddr},
 		mirrorUp:    mirrorAddr,
+		tokenUp:     tokenRegAddr,
 		serveCA:     serveCA,
 		edge:        w.edge,
 		registryCA:  w.registryCA.file,
