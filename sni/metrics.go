@@ -194,6 +194,14 @@ func (m *Metrics) InitClientAuth(route string) {
 	}
 }
 
+// DeleteClientAuth removes those series when a reload took client_ca
+// off a route that stays.
+func (m *Metrics) DeleteClientAuth(route string) {
+	if m != nil {
+		m.clientAuth.DeletePartialMatch(prometheus.Labels{"route": route})
+	}
+}
+
 func (m *Metrics) clientAuthFailure(route, reason string) {
 	if m != nil {
 		m.clientAuth.WithLabelValues(route, reason).Inc()
