@@ -239,6 +239,10 @@ func (t *bridgeTarget) clientAuthFailed() {
 	}
 	t.ss.end(resultClientCert, t.authErr)
 	t.s.m.clientAuthFailure(t.ss.route.Name, reason)
-	t.s.warnf(resultClientCert+"/"+reason+"/"+t.ss.route.Name, "client certificate refused on a route with serve.client_ca",
+	key := resultClientCert + "/" + reason + "/" + t.ss.route.Name
+	if t.authResumed {
+		key += "/resumed" // its own rate: a resumed session refused is news even amid refused new ones
+	}
+	t.s.warnf(key, "client certificate refused on a route with serve.client_ca",
 		"route", t.ss.route.Name, "client", t.ss.clientString(), "sni", t.ss.hello.ServerName, "reason", reason, "resumed", t.authResumed, "err", t.authErr)
 }
