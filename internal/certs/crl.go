@@ -219,7 +219,10 @@ func parseCRL(der []byte, cas []*x509.Certificate) (revocations, error) {
 		return revocations{}, err
 	}
 	for _, ca := range cas {
-		if rl.CheckSignatureFrom(ca) != nil {
+		if err := rl.CheckSignatureFrom(ca); err != nil {
+			if errors.As(err, new(x509.ConstraintViolationError)) && bytes.Equal(ca.RawSubject, rl.RawIssuer) {
+				return revocations{}, fmt.Errorf("issuer %q is in the client_ca bundle but its key usage lacks cRLSign: it may not sign CRLs", rl.Issuer.String())
+			}
 			continue
 		}
 		l := revocations{signer: ca, next: rl.NextUpdate, serials: make(map[string]struct{}, len(rl.RevokedCertificateEntries))}

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"time"
 
 	"github.com/snigate/snigate/names"
@@ -117,8 +119,15 @@ func (p *parser) crlBlock(f fields, der []byte, n int, crlPath, caPath string, c
 		return false
 	}
 	for _, ca := range cas {
-		if crl.CheckSignatureFrom(ca) == nil {
+		err := crl.CheckSignatureFrom(ca)
+		if err == nil {
 			return true
+		}
+		if errors.As(err, new(x509.ConstraintViolationError)) && bytes.Equal(ca.RawSubject, crl.RawIssuer) {
+			p.errorf(f.keyLine("client_crl"), f.key("client_crl"), "CRL %d of %s is issued by %q of client_ca, whose key usage lacks cRLSign: "+
+				"a CA that may not sign CRLs cannot revoke (kubeadm's cluster CA is one); narrow client_names instead, or use a node CA from snigate ca init",
+				n, crlPath, crl.Issuer.String())
+			return false
 		}
 	}
 	p.errorf(f.keyLine("client_crl"), f.key("client_crl"), "CRL %d of %s (issuer %q, updated %s) is not signed by a certificate of client_ca %s",

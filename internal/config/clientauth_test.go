@@ -1,6 +1,9 @@
 package config
 
 import (
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,5 +114,34 @@ func TestClientAuthParsed(t *testing.T) {
 	}
 	if want := []string{"system:node:*", "spiffe://cluster.local/ns/*/sa/node"}; !slices.Equal(s.ClientNames, want) {
 		t.Errorf("client_names %q, want %q", s.ClientNames, want)
+	}
+}
+
+// TestClientCRLFromCAWithoutCRLSign: kubeadm's cluster CA lacks cRLSign;
+// a CRL under its name is refused with the reason, not as unsigned.
+func TestClientCRLFromCAWithoutCRLSign(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	a, err := pki.NewAuthority("kubernetes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crl, err := a.CRL(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := *a.Cert
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, &a.Key.PublicKey, a.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "kubeadm-ca.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	writeFile(t, filepath.Join(dir, "kubeadm.crl"), crl)
+	got := parseInDir(t, dir, withServe("client_ca: kubeadm-ca.crt, client_crl: kubeadm.crl"))
+	want := `snigate.yaml:8: routes[0].serve.client_crl: CRL 1 of kubeadm.crl is issued by "CN=kubernetes" of client_ca, whose key usage lacks cRLSign: ` +
+		"a CA that may not sign CRLs cannot revoke (kubeadm's cluster CA is one); narrow client_names instead, or use a node CA from snigate ca init"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("errors %q\nwant %q", got, want)
 	}
 }
