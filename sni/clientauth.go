@@ -85,13 +85,6 @@ func NodeIdentity(c *x509.Certificate) string {
 	return ""
 }
 
-// apply makes cfg, one handshake's client leg, ask for a certificate and
-// check it with verify, which records the outcome.
-func (a *ClientAuth) apply(cfg *tls.Config, verify func(tls.ConnectionState) error) {
-	cfg.ClientAuth = tls.RequestClientCert
-	cfg.VerifyConnection = verify
-}
-
 // verify checks the certificates a client presented (peer[0] its own) and
 // returns its identity, or a *clientAuthError.
 func (a *ClientAuth) verify(peer []*x509.Certificate) (string, error) {
@@ -208,11 +201,17 @@ func describeCert(c *x509.Certificate) string {
 }
 
 // serveConfig is the client leg's configuration of this connection: the
-// route's, asking for a client certificate when the route has ClientAuth.
+// route's, and on a route with ClientAuth a request for a client
+// certificate (no CA list: a node holding one certificate sends it, and
+// a wrong one is refused with its reason) checked by verifyClient.
+// RequestClientCert rather than RequireAnyClientCert: with no certificate
+// the handshake then reaches VerifyConnection too, so every refusal is
+// classified in one place, with alert bad_certificate.
 func (t *bridgeTarget) serveConfig(proto string) *tls.Config {
 	cfg := t.ss.route.serveConfig(proto)
-	if a := t.ss.route.ClientAuth; a != nil {
-		a.apply(cfg, t.verifyClient)
+	if t.ss.route.ClientAuth != nil {
+		cfg.ClientAuth = tls.RequestClientCert
+		cfg.VerifyConnection = t.verifyClient
 	}
 	return cfg
 }
