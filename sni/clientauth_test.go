@@ -142,7 +142,10 @@ func TestClientAuthRefusals(t *testing.T) {
 					if err != nil {
 						t.Fatalf("node refused: %v", err)
 					}
-					w.logs.wait(t, "msg=connection", "node="+tt.node+" ", "route=registry", "result=ok")
+					line := w.logs.wait(t, "msg=connection", "node="+tt.node+" ", "route=registry", "result=ok")
+					if c, n, sn := strings.Index(line, " client="), strings.Index(line, " node="), strings.Index(line, " sni="); !(c < n && n < sn) {
+						t.Errorf("connection line %q: want node right after client, before sni", line)
+					}
 					return
 				}
 				if err == nil || !strings.Contains(err.Error(), "bad certificate") {
