@@ -85,6 +85,12 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		r.ServeKeyExchanges = rc.Serve.KeyExchanges
 		r.ServeMinVersion, r.ServeCipherSuites = rc.Serve.MinVersion, rc.Serve.CipherSuites
 		r.MaxDials, r.MaxDialsPerClient = rc.MaxDials, rc.MaxDialsPerClient
+		auth, workers, err := clientAuth(rc, g.log, g.metrics.certs)
+		if err != nil {
+			return nil, err
+		}
+		r.ClientAuth = auth
+		gen.workers = append(gen.workers, workers...)
 		ct, workers, err := clientTLS(rc, g.log, g.metrics.certs)
 		if err != nil {
 			return nil, err

@@ -129,6 +129,9 @@ func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
 	for _, r := range cfg.Routes {
 		m.sni.InitRoute(r.Name, r.Upstreams, listeners)
 		m.admin.InitRoute(r.Name)
+		if r.Serve.ClientCA != "" {
+			m.sni.InitClientAuth(r.Name)
+		}
 	}
 }
 
@@ -137,14 +140,19 @@ func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
 // no longer has (the pools delete their own).
 func (m *metrics) prune(old, cur *config.Config) {
 	kept := make(map[string][]string, len(cur.Routes)) // route -> upstreams
+	clientAuthKept := make(map[string]bool)
 	for _, r := range cur.Routes {
 		kept[r.Name] = r.Upstreams
+		clientAuthKept[r.Name] = r.Serve.ClientCA != ""
 	}
 	for _, r := range old.Routes {
 		ups, ok := kept[r.Name]
 		if !ok {
 			m.deleteRoute(r.Name)
 			continue
+		}
+		if r.Serve.ClientCA != "" && !clientAuthKept[r.Name] {
+			m.sni.DeleteClientAuth(r.Name)
 		}
 		for _, u := range r.Upstreams {
 			if !slices.Contains(ups, u) {

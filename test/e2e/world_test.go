@@ -55,6 +55,7 @@ type world struct {
 	registryCA   *ca
 	mirrorCA     *ca
 	edge         keyPair
+	nodes        *nodeIdentity // the node CA, node certificates and CRL of route nodes
 }
 
 // build makes the world; on error, what was made is still torn down.
@@ -69,6 +70,7 @@ func (w *world) build() error {
 		{"certificates", w.makePKI},
 		{"registries", w.startRegistries},
 		{"test image", w.pushImage},
+		{"node identity", w.makeNodeIdentity},
 		{"gateway", w.startGateway},
 		{"containerd", w.startContainerd},
 	}
@@ -252,6 +254,7 @@ func (w *world) startGateway() error {
 		serveCA:     serveCA,
 		edge:        w.edge,
 		registryCA:  w.registryCA.file,
+		nodes:       w.nodes,
 	}
 	if err := w.gw.writeConfig(spec); err != nil {
 		return err
