@@ -159,7 +159,7 @@ func bridgeConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	t.hello = hello
 	if t.ss.route.Handler != nil {
-		return t.ss.route.handlerConfig(), nil
+		return t.handlerConfig(), nil
 	}
 	if proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos); ok && t.up == nil && t.ss.route.available() {
 		t.deferred, t.promised = true, proto
