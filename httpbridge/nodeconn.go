@@ -26,11 +26,12 @@ type nodeConn struct {
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
-	readErr   atomic.Pointer[error] // the first read error
+	readErr   atomic.Pointer[error] // the last read error
 	allDone   chan struct{}         // closed by the last end after finish
 
 	mu       sync.Mutex
 	active   int         // requests in flight
+	served   int         // requests begun
 	idle     *time.Timer // runs while active == 0; nil without an idle timeout
 	idled    bool        // the idle timer ended the connection
 	upstream bool        // the last request was aborted by the upstream
@@ -44,11 +45,14 @@ func newNodeConn(c *sni.BridgeConn) *nodeConn {
 	return &nodeConn{BridgeConn: c, ip: addrIP(c.Client), closed: make(chan struct{}), allDone: make(chan struct{})}
 }
 
-// Read records the first error reading from the node.
+// Read records the last error reading from the node. (net/http's
+// HTTP/1.1 server ends its background read after each request with a
+// past deadline: a deadline error is only the node's fault on a
+// connection that never got a request served.)
 func (c *nodeConn) Read(b []byte) (int, error) {
 	n, err := c.BridgeConn.Read(b)
-	if err != nil && c.readErr.Load() == nil {
-		c.readErr.CompareAndSwap(nil, &err)
+	if err != nil {
+		c.readErr.Store(&err)
 	}
 	return n, err
 }
@@ -96,6 +100,7 @@ func (c *nodeConn) begin() bool {
 		return false
 	}
 	c.active++
+	c.served++
 	c.idled, c.upstream = false, false
 	if c.idle != nil {
 		c.idle.Stop()
@@ -188,7 +193,7 @@ func (c *nodeConn) watch(ctx context.Context) {
 // end, else an error wrapping one of sni's kinds.
 func (c *nodeConn) result() error {
 	c.mu.Lock()
-	idled, up, proto := c.idled, c.upstream, c.protoErr
+	idled, up, proto, served := c.idled, c.upstream, c.protoErr, c.served
 	c.mu.Unlock()
 	switch {
 	case proto:
@@ -206,7 +211,10 @@ func (c *nodeConn) result() error {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("reading a request's headers: %w: %w", err, sni.ErrBridgeClient)
+		if served > 0 {
+			return nil
+		}
+		return fmt.Errorf("no complete request within the read header timeout: %w", sni.ErrBridgeClient)
 	default:
 		return fmt.Errorf("reading from the node: %w: %w", err, sni.ErrBridgeClient)
 	}
