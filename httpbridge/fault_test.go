@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
@@ -254,3 +255,8 @@ func TestNodeDisconnectCancelsUpstream(t *testing.T) {
 }
 
 var _ = errors.New
+
+func counter(tb testing.TB, c interface{ Desc() *prometheus.Desc }) float64 {
+	tb.Helper()
+	return testutil.ToFloat64(c.(prometheus.Collector))
+}

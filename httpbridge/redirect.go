@@ -58,16 +58,22 @@ func (r *redirector) foreign(req *http.Request, resp *http.Response) bool {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return false
 	}
-	loc, err := location(req, resp)
+	loc, err := location(registryURL(req), resp)
 	if err != nil {
 		return true // follow reports it
 	}
 	return !sameHost(loc.Host, req.Host) && !sameHost(loc.Host, resp.Request.URL.Host)
 }
 
-// location is resp's Location resolved against the registry's URL.
-func location(req *http.Request, resp *http.Response) (*url.URL, error) {
-	base := &url.URL{Scheme: "https", Host: req.Host, Path: req.URL.Path}
+// registryURL is the URL of req as the node addressed it: the base of
+// the registry's relative redirects.
+func registryURL(req *http.Request) *url.URL {
+	return &url.URL{Scheme: "https", Host: req.Host, Path: req.URL.Path}
+}
+
+// location is resp's Location resolved against base, the URL resp
+// answered.
+func location(base *url.URL, resp *http.Response) (*url.URL, error) {
 	loc, err := base.Parse(resp.Header.Get("Location"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: Location %q: %w", errRedirect, resp.Header.Get("Location"), err)
@@ -91,8 +97,9 @@ func portOf(hostport string) string {
 // final answer, keeping the registry's Docker-Content-Digest.
 func (r *redirector) follow(req *http.Request, resp *http.Response) (*http.Response, error) {
 	digest := resp.Header.Get("Docker-Content-Digest")
+	base := registryURL(req)
 	for hop := 1; ; hop++ {
-		loc, err := location(req, resp)
+		loc, err := location(base, resp)
 		drain(resp)
 		if err != nil {
 			return r.failed(err)
@@ -103,6 +110,7 @@ func (r *redirector) follow(req *http.Request, resp *http.Response) (*http.Respo
 		if resp, err = r.fetch(req, loc); err != nil {
 			return r.failed(err)
 		}
+		base = loc
 		if !isRedirect(resp) {
 			break
 		}
