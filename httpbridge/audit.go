@@ -228,25 +228,45 @@ func (f *auditFile) enqueue(l auditLine) {
 	}
 }
 
-// run writes queued records until stop, then what is left.
+// run writes queued records until stop, then what is left. A pending
+// reopen goes first, so records written after Reopen returned land in
+// the new file.
 func (f *auditFile) run() {
 	defer close(f.done)
 	for {
 		select {
-		case l := <-f.queue:
-			f.writeBatch(l)
 		case <-f.reopen:
 			f.reopenFile()
+			continue
+		default:
+		}
+		select {
+		case <-f.reopen:
+			f.reopenFile()
+		case l := <-f.queue:
+			f.writeBatch(l)
 		case <-f.quit:
-			for {
-				select {
-				case l := <-f.queue:
-					f.writeBatch(l)
-				default:
-					f.err = f.w.Close()
-					return
-				}
-			}
+			f.drainQueue()
+			return
+		}
+	}
+}
+
+// drainQueue writes what is queued (after a pending reopen) and closes
+// the file.
+func (f *auditFile) drainQueue() {
+	select {
+	case <-f.reopen:
+		f.reopenFile()
+	default:
+	}
+	for {
+		select {
+		case l := <-f.queue:
+			f.writeBatch(l)
+		default:
+			f.err = f.w.Close()
+			return
 		}
 	}
 }
@@ -259,7 +279,7 @@ func (f *auditFile) writeBatch(l auditLine) {
 	for {
 		_ = f.enc.Encode(l) // a struct of strings and numbers always encodes
 		n++
-		if f.buf.Len() >= auditBatch {
+		if f.buf.Len() >= auditBatch || len(f.reopen) > 0 {
 			break
 		}
 		var ok bool

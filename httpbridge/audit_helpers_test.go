@@ -18,14 +18,19 @@ type lineSink struct {
 	notify chan struct{}
 	block  chan struct{}
 	fail   error
+	// entered receives once per Write, before it blocks (nil: not sent).
+	entered chan struct{}
 }
 
 func newLineSink() *lineSink { return &lineSink{notify: make(chan struct{})} }
 
 func (s *lineSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	block, fail := s.block, s.fail
+	block, fail, entered := s.block, s.fail, s.entered
 	s.mu.Unlock()
+	if entered != nil {
+		entered <- struct{}{}
+	}
 	if block != nil {
 		<-block
 	}

@@ -44,11 +44,11 @@ func newUpstreamClient(cfg *Config) *upstreamClient {
 	u := &upstreamClient{cfg: cfg, sessions: tls.NewLRUClientSessionCache(64)}
 	u.report, _ = cfg.Upstreams.(dialReporter)
 	u.transport = &http.Transport{
-		DialTLSContext:      u.dialTLS,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost,
-		IdleConnTimeout:     DefaultUpstreamIdleTimeout,
-		DisableCompression:  true, // Accept-Encoding and bodies pass untouched
+		DialTLSContext:        u.dialTLS,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   DefaultMaxIdleConnsPerHost,
+		IdleConnTimeout:       DefaultUpstreamIdleTimeout,
+		DisableCompression:    true, // Accept-Encoding and bodies pass untouched
 		ExpectContinueTimeout: time.Second,
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream: upstreamStreamBuffer,
