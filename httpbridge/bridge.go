@@ -62,7 +62,7 @@ func (b *Bridge) NextProtos() []string { return []string{"h2", "http/1.1"} }
 // timeout ended it, ErrBridgeUpstream when its last request was aborted
 // by the upstream, ErrBridgeClient for a failed read from the node.
 func (b *Bridge) ServeBridge(ctx context.Context, c *sni.BridgeConn) error {
-	nc := newNodeConn(c)
+	nc := newNodeConn(c, b.log)
 	if !b.track(nc) {
 		nc.draining = true // a bridge already replaced: one exchange, then close
 	}
@@ -161,7 +161,7 @@ func (b *Bridge) Close() {
 	}
 	b.mu.Unlock()
 	for _, nc := range conns {
-		nc.drain()
+		nc.drain("retired")
 	}
 	b.client.closeIdle()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,7 +23,8 @@ import (
 // flight, and how to make it close at the next request boundary.
 type nodeConn struct {
 	*sni.BridgeConn
-	ip netip.Addr // the node's address, for the forwarding headers
+	ip  netip.Addr // the node's address, for the forwarding headers
+	log *slog.Logger
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -41,8 +43,8 @@ type nodeConn struct {
 	drainFn  func() // makes the server close at the next request boundary
 }
 
-func newNodeConn(c *sni.BridgeConn) *nodeConn {
-	return &nodeConn{BridgeConn: c, ip: addrIP(c.Client), closed: make(chan struct{}), allDone: make(chan struct{})}
+func newNodeConn(c *sni.BridgeConn, log *slog.Logger) *nodeConn {
+	return &nodeConn{BridgeConn: c, ip: addrIP(c.Client), log: log, closed: make(chan struct{}), allDone: make(chan struct{})}
 }
 
 // Read records the last error reading from the node. (net/http's
@@ -87,7 +89,7 @@ func (c *nodeConn) onIdle() {
 	}
 	c.idled = true
 	c.mu.Unlock()
-	c.drain()
+	c.drain("idle")
 }
 
 // begin counts a request in flight and stops the idle timer; false when
@@ -147,7 +149,8 @@ func (c *nodeConn) protocolError() {
 // drain makes the connection close at the next request boundary (HTTP/1.1:
 // after the current response; HTTP/2: GOAWAY, then close once the streams
 // in flight are done).
-func (c *nodeConn) drain() {
+// why is logged at Debug: idle, draining (the gateway), retired (Close).
+func (c *nodeConn) drain(why string) {
 	c.mu.Lock()
 	if c.draining || c.drainFn == nil {
 		c.draining = true
@@ -155,6 +158,7 @@ func (c *nodeConn) drain() {
 		return
 	}
 	c.draining = true
+	c.log.Debug("node connection closes at the next request boundary", "route", c.Route, "client", c.Client, "reason", why)
 	if c.idle != nil {
 		c.idle.Stop()
 	}
@@ -175,7 +179,7 @@ func (c *nodeConn) isDraining() bool {
 func (c *nodeConn) watch(ctx context.Context) {
 	select {
 	case <-c.Draining:
-		c.drain()
+		c.drain("draining")
 	case <-ctx.Done():
 		_ = c.Close()
 		return
