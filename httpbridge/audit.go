@@ -93,9 +93,9 @@ func OpenAudit(path string, log *slog.Logger, m *Metrics) (*AuditLog, error) {
 	defer audits.mu.Unlock()
 	f := audits.files[key]
 	if f == nil {
-		open := func() (ioWriteCloser, error) { return openAuditFile(key) }
+		open := func() (io.WriteCloser, error) { return openAuditFile(key) }
 		if key == "-" {
-			open = func() (ioWriteCloser, error) { return nopCloser{os.Stdout}, nil }
+			open = func() (io.WriteCloser, error) { return nopCloser{os.Stdout}, nil }
 		}
 		if f, err = startAudit(key, open, DefaultAuditQueue, log, m); err != nil {
 			return nil, err
@@ -127,9 +127,6 @@ func openAuditFile(path string) (io.WriteCloser, error) {
 	}
 	return f, nil
 }
-
-// ioWriteCloser is an audit file as the writer uses it.
-type ioWriteCloser = io.WriteCloser
 
 type nopCloser struct{ io.Writer }
 
@@ -199,7 +196,7 @@ type auditFile struct {
 }
 
 // startAudit opens the file and starts its writer.
-func startAudit(path string, open func() (ioWriteCloser, error), queue int, log *slog.Logger, m *Metrics) (*auditFile, error) {
+func startAudit(path string, open func() (io.WriteCloser, error), queue int, log *slog.Logger, m *Metrics) (*auditFile, error) {
 	w, err := open()
 	if err != nil {
 		return nil, err

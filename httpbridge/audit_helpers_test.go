@@ -3,6 +3,7 @@ package httpbridge
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func newMemAudit(tb testing.TB, log *slog.Logger, m *Metrics) *memAudit {
 
 func newMemAuditQueue(tb testing.TB, log *slog.Logger, m *Metrics, queue int, sink *lineSink) *memAudit {
 	tb.Helper()
-	f, err := startAudit("mem", func() (ioWriteCloser, error) { return sink, nil }, queue, log, m)
+	f, err := startAudit("mem", func() (io.WriteCloser, error) { return sink, nil }, queue, log, m)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package httpbridge
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -253,8 +252,6 @@ func TestNodeDisconnectCancelsUpstream(t *testing.T) {
 		})
 	}
 }
-
-var _ = errors.New
 
 func counter(tb testing.TB, c interface{ Desc() *prometheus.Desc }) float64 {
 	tb.Helper()

@@ -2,7 +2,6 @@ package httpbridge
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"net/http"
 	"strings"
@@ -172,5 +171,3 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
-
-var _ = tls.VersionTLS12

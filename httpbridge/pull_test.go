@@ -2,7 +2,6 @@ package httpbridge
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"log"
 	"net"
@@ -114,5 +113,3 @@ func TestPullThroughBridge(t *testing.T) {
 		})
 	}
 }
-
-var _ = tls.VersionTLS13
