@@ -18,7 +18,10 @@ import (
 const (
 	DefaultConnectTimeout    = 5 * time.Second
 	DefaultReadHeaderTimeout = 30 * time.Second
-	DefaultRedirects         = RedirectsFollow
+	// DefaultResponseHeaderTimeout bounds the wait for an upstream's
+	// response headers once the request is sent.
+	DefaultResponseHeaderTimeout = time.Minute
+	DefaultRedirects             = RedirectsFollow
 	// DefaultMaxIdleConnsPerHost is how many idle upstream connections
 	// the route keeps per upstream (HTTP/1.1; an HTTP/2 connection
 	// carries many requests at once).
@@ -70,6 +73,10 @@ type Config struct {
 	// ReadHeaderTimeout bounds the reading of a node request's headers
 	// (HTTP/1.1). 0: DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for an upstream's response
+	// headers; a GET or HEAD that runs out of it is tried on the next
+	// upstream. 0: DefaultResponseHeaderTimeout.
+	ResponseHeaderTimeout time.Duration
 
 	// Forwarded sets X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and
 	// Forwarded from the node's address; the node's own are dropped
@@ -119,11 +126,12 @@ func withDefaults(cfg Config) (Config, repoAllowList, error) {
 	default:
 		errs = append(errs, fmt.Errorf("redirects %q: want follow or pass", cfg.Redirects))
 	}
-	if cfg.ConnectTimeout < 0 || cfg.ReadHeaderTimeout < 0 {
+	if cfg.ConnectTimeout < 0 || cfg.ReadHeaderTimeout < 0 || cfg.ResponseHeaderTimeout < 0 {
 		errs = append(errs, errors.New("timeouts: want durations of 0 (the default) or more"))
 	}
 	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
 	cfg.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	cfg.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	if cfg.DialContext == nil {
 		cfg.DialContext = (&net.Dialer{}).DialContext
 	}

@@ -257,3 +257,26 @@ func counter(tb testing.TB, c interface{ Desc() *prometheus.Desc }) float64 {
 	tb.Helper()
 	return testutil.ToFloat64(c.(prometheus.Collector))
 }
+
+// TestHungUpstreamRetried: an upstream that takes the request and never
+// answers costs ResponseHeaderTimeout, then the GET goes to the next one.
+func TestHungUpstreamRetried(t *testing.T) {
+	p := newTestPKI(t)
+	hang := make(chan struct{})
+	hung := startUpstream(t, p.upstreamTLS("h2"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hang) })
+	up, _ := echoUpstream(t, p)
+	w := newWorld(t, p, worldOpts{addrs: []string{hung.addr, up.addr}, cfg: Config{ResponseHeaderTimeout: 100 * time.Millisecond}})
+	resp, body := do(t, w.node(t, "h2"), "GET", "/v2/", nil)
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("got %d %q, want the second upstream's answer", resp.StatusCode, body)
+	}
+	if rec := w.audit.wait(t, 1)[0]; rec.Upstream != up.addr {
+		t.Errorf("audit upstream %s, want %s", rec.Upstream, up.addr)
+	}
+}

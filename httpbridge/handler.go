@@ -2,8 +2,10 @@ package httpbridge
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 )
 
@@ -62,8 +64,10 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	if err == nil && rq.rec.err != nil {
 		err = rq.rec.err
 	}
-	if err == nil && p != nil && p != http.ErrAbortHandler {
-		err = errors.New("internal error")
+	if p != nil && p != http.ErrAbortHandler {
+		b.log.Error("panic serving an http request", "route", b.cfg.Route, "method", r.Method, "path", r.URL.Path,
+			"panic", p, "stack", string(debug.Stack()))
+		err, p = fmt.Errorf("internal error: %v", p), http.ErrAbortHandler
 	}
 	d := time.Since(rq.start)
 	b.cfg.Metrics.done(b.cfg.Route, rq.api.Kind, rq.rec.status, d)

@@ -3,6 +3,7 @@ package httpbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -67,7 +68,7 @@ func (b *Bridge) modifyResponse(resp *http.Response) error {
 func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
 	if r.Context().Err() != nil {
-		ex.fail(context.Cause(r.Context()), false)
+		ex.fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
 		return
 	}
 	ex.fail(err, false)

@@ -30,14 +30,15 @@ var redirectHeaders = []string{"Accept", "Accept-Encoding", "Range", "If-Range",
 
 func newRedirector(cfg *Config) *redirector {
 	return &redirector{cfg: cfg, transport: &http.Transport{
-		DialContext:         cfg.DialContext,
-		TLSClientConfig:     &tls.Config{RootCAs: cfg.RedirectRoots, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout: cfg.ConnectTimeout,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost,
-		IdleConnTimeout:     DefaultUpstreamIdleTimeout,
-		DisableCompression:  true,
-		HTTP2:               &http.HTTP2Config{MaxReceiveBufferPerStream: upstreamStreamBuffer},
+		DialContext:           cfg.DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: cfg.RedirectRoots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   cfg.ConnectTimeout,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   DefaultMaxIdleConnsPerHost,
+		IdleConnTimeout:       DefaultUpstreamIdleTimeout,
+		DisableCompression:    true,
+		HTTP2:                 &http.HTTP2Config{MaxReceiveBufferPerStream: upstreamStreamBuffer},
 	}}
 }
 

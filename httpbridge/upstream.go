@@ -50,6 +50,7 @@ func newUpstreamClient(cfg *Config) *upstreamClient {
 		IdleConnTimeout:       DefaultUpstreamIdleTimeout,
 		DisableCompression:    true, // Accept-Encoding and bodies pass untouched
 		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream: upstreamStreamBuffer,
 			SendPingTimeout:           30 * time.Second,
