@@ -60,7 +60,7 @@ func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 // no socket and starts no worker; what it built is dropped.
 func checkBuild(cfg *config.Config) error {
 	discard := slog.New(slog.DiscardHandler)
-	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry()}
+	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry(), dryRun: true}
 	return g.assemble(cfg)
 }
 
@@ -96,6 +96,13 @@ func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	err = writeProbeTable(w, rows, routed)
 	for _, n := range nodeIdentityNotes(cfg) {
 		fmt.Fprintln(w, n)
+	}
+	httpFailed, herr := probeHTTPRoutes(ctx, cfg, w)
+	switch {
+	case herr != nil:
+		return herr
+	case err == nil && httpFailed:
+		return ErrProbeFailed
 	}
 	return err
 }

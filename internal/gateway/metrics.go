@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
@@ -23,6 +24,7 @@ type metrics struct {
 	certs    *certs.Metrics
 	dns      *dnsresponder.Metrics
 	admin    *admin.Metrics
+	http     *httpbridge.Metrics
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -42,6 +44,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		certs:    certs.NewMetrics(reg),
 		dns:      dnsresponder.NewMetrics(reg),
 		admin:    admin.NewMetrics(reg),
+		http:     httpbridge.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
@@ -168,4 +171,5 @@ func (m *metrics) deleteRoute(route string) {
 	m.upstream.DeleteRoute(route)
 	m.certs.DeleteRoute(route)
 	m.admin.DeleteRoute(route)
+	m.http.DeleteRoute(route)
 }
