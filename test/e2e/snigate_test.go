@@ -63,6 +63,7 @@ type gatewaySpec struct {
 	edge        keyPair       // the edge client certificate
 	registryCA  string        // the registry's CA file
 	nodes       *nodeIdentity // route nodes (node certificates required); nil: none
+	auditLog    string        // the HTTP route's audit log file
 }
 
 // Health check timing of both routes: an upstream is down after
@@ -146,6 +147,28 @@ routes:
 			filepath.Join(g.nodes.caDir, "ca.crt"), g.nodes.crl,
 			g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost)
 	}
+	fmt.Fprintf(&b, `  - name: pull
+    sni: [%q]
+    mode: bridge
+    upstreams: [%s]
+    health:
+      check: http
+      path: /v2/
+      expect_status: [200, 401]
+%s    serve:
+      ca_cert: %s
+      ca_key: %s
+    upstream_tls:
+      cert: %s
+      key: %s
+      ca: %s
+      server_name: %q
+    http:
+      repositories: [%q]
+      audit_log: %s
+`, httpHost, quoteAll(g.registryUps), health,
+		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
+		g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, httpAllowed, g.auditLog)
 	return b.String()
 }
 

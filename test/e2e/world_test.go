@@ -16,6 +16,10 @@ const (
 	tokenHost    = "tokenreg.example.test" // splice route: registry with token auth
 	realmHost    = "auth.example.test"     // its token realm's host: no route
 	unroutedHost = "nothere.example.test"  // no route: must fail
+	// httpHost is the HTTP-aware bridge route (routes[].http) to the same
+	// registries; only httpAllowed repositories are let through.
+	httpHost    = "pull.registry.example.test"
+	httpAllowed = "e2e/*"
 
 	nodeAddr      = "10.77.1.2"
 	bastionAddr   = "10.77.1.1" // the gateway, as the node sees it
@@ -255,6 +259,7 @@ func (w *world) startGateway() error {
 		edge:        w.edge,
 		registryCA:  w.registryCA.file,
 		nodes:       w.nodes,
+		auditLog:    filepath.Join(w.dir, "audit.log"),
 	}
 	if err := w.gw.writeConfig(spec); err != nil {
 		return err
@@ -277,8 +282,10 @@ func (w *world) startContainerd() error {
 	if w.ctrd, err = newContainerd(filepath.Join(w.dir, "containerd")); err != nil {
 		return err
 	}
-	if err := w.ctrd.trust(registryHost, filepath.Join(w.gatewayCerts, "ca.crt")); err != nil {
-		return err
+	for _, host := range []string{registryHost, httpHost} {
+		if err := w.ctrd.trust(host, filepath.Join(w.gatewayCerts, "ca.crt")); err != nil {
+			return err
+		}
 	}
 	err = w.ctrd.start(w.node, w.logs)
 	if w.ctrd.proc != nil {
