@@ -167,6 +167,13 @@ func (c *nodeConn) drain(why string) {
 	fn()
 }
 
+// hasServed reports whether a request has begun on the connection.
+func (c *nodeConn) hasServed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.served > 0
+}
+
 // isDraining reports whether the connection closes at the next boundary.
 func (c *nodeConn) isDraining() bool {
 	c.mu.Lock()
