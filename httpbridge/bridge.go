@@ -111,7 +111,7 @@ func (b *Bridge) serveH1(ctx context.Context, nc *nodeConn) {
 // so that draining sends this connection's GOAWAY.
 func (b *Bridge) serveH2(ctx context.Context, nc *nodeConn) {
 	hs := b.newServer(ctx, nc)
-	h2 := &http2.Server{CountError: func(string) { nc.protocolError() }}
+	h2 := &http2.Server{}
 	if err := http2.ConfigureServer(hs, h2); err != nil {
 		b.log.Error("http/2 server configuration", "route", b.cfg.Route, "err", err)
 		return
