@@ -71,7 +71,7 @@ var snigateCommands = map[string][]string{
 	"run":     {"-c", "--log-format", "--log-level"},
 	"check":   {"-c", "--probe"},
 	"demo":    {"--keep"},
-	"ca":      {"init", "--out", "--name", "--force"},                                       // --name: an extension (cmd/snigate usage)
+	"ca":      {"init", "--out", "--name", "--force", "issue-node", "--ca", "--days"},       // --name, issue-node: extensions (cmd/snigate usage)
 	"ctl":     {"--admin", "-o", "upstreams", "set", "routes", "config", "reload", "ready"}, // -o and the verbs after set: extensions (cmd/snigate/ctl_runtime.go)
 	"version": {},
 }
@@ -116,8 +116,17 @@ func checkCtl(t *testing.T, f string, words []string) {
 func TestDocsTroubleshooting(t *testing.T) {
 	doc := readFile(t, "../docs/troubleshooting.md")
 	var symptoms []string
+	inTable := false // in the symptoms table (other tables, such as doctor's, have their own columns)
 	for _, line := range bytes.Split(doc, []byte("\n")) {
-		if !bytes.HasPrefix(line, []byte("| ")) || bytes.HasPrefix(line, []byte("| Symptom")) {
+		if bytes.HasPrefix(line, []byte("| Symptom")) {
+			inTable = true
+			continue
+		}
+		if !bytes.HasPrefix(line, []byte("| ")) {
+			inTable = false
+			continue
+		}
+		if !inTable || bytes.HasPrefix(line, []byte("| ---")) {
 			continue
 		}
 		cells := strings.Split(strings.ReplaceAll(string(line), `\|`, ""), " | ")

@@ -85,8 +85,15 @@ type Route struct {
 	// and trust they were made with. NextProtos and MinVersion are set by
 	// snigate, and ServerName when "".
 	UpstreamTLSFunc func() *tls.Config
+	// ClientAuth, bridge only: the client certificate nodes must present
+	// (node identity); nil: none is asked.
+	ClientAuth *ClientAuth
 	// BridgeFunc, bridge only: nil copies bytes both ways.
 	BridgeFunc BridgeFunc
+	// Handler, bridge only, when set, serves the terminated node
+	// connections itself: no upstream is dialed per connection, and
+	// UpstreamTLS, UpstreamTLSFunc and BridgeFunc are unused.
+	Handler BridgeHandler
 	// MaxDials, bridge only, bounds the route's upstream dials in progress
 	// (each an upstream TLS handshake with the edge identity); a dial over
 	// it waits up to DialQueueWait, then the connection is refused with
@@ -209,8 +216,8 @@ func validateSplice(r *Route) error {
 	default:
 		return fmt.Errorf("proxy_protocol %q: want \"\", \"v1\" or \"v2\"", r.ProxyProtocol)
 	}
-	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil {
-		return errors.New("serve, upstream_tls and BridgeFunc apply to bridge routes only")
+	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil || r.Handler != nil || r.ClientAuth != nil {
+		return errors.New("serve, upstream_tls, ClientAuth, BridgeFunc and Handler apply to bridge routes only")
 	}
 	return nil
 }
@@ -221,6 +228,14 @@ func validateBridge(r *Route) error {
 	}
 	if r.ProxyProtocol != "" {
 		return errors.New("proxy_protocol applies to splice routes only")
+	}
+	if r.ClientAuth != nil && r.ClientAuth.CAs == nil {
+		return errors.New("ClientAuth: CAs is required (the bundle client certificates must chain to)")
+	}
+	for _, p := range r.ClientAuth.names() {
+		if err := names.CheckIdentityPattern(p); err != nil {
+			return fmt.Errorf("ClientAuth names %q: %w", p, err)
+		}
 	}
 	return nil
 }

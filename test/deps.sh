@@ -17,6 +17,12 @@ have nft             || need+=(nftables)
 have sslscan         || need+=(sslscan)
 have promtool        || need+=(prometheus)
 have systemd-socket-activate || need+=(systemd)   # e2e TestSocketActivationThenUpgrade; systemd-analyze for deploy
+# crictl (a CRI client, for the CRI pull of test/e2e) is not packaged in
+# Debian 12: it is built from the Go module proxy, pinned.
+if ! have crictl; then
+	echo "test/deps.sh: building crictl (sigs.k8s.io/cri-tools v1.37.0) into /usr/local/bin"
+	GOBIN=/usr/local/bin GOFLAGS=-mod=mod go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
+fi
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2

@@ -148,6 +148,9 @@ type Route struct {
 	// the upstream dials in progress of the route, in all and per client
 	// address; at least 1.
 	MaxDials, MaxDialsPerClient int
+	// HTTP, bridge only, is the http: section: nil copies bytes; set, the
+	// gateway serves the node's HTTP itself (the HTTP-aware bridge).
+	HTTP *HTTP
 }
 
 // Health is a route's health: section, defaults filled in.
@@ -176,6 +179,16 @@ type Serve struct {
 	// CipherSuites are the TLS 1.2 suites the client leg accepts; nil: the
 	// AEAD-only default (sni.DefaultServeCipherSuites).
 	CipherSuites []uint16
+	// ClientCA is the PEM bundle node client certificates must chain to
+	// (interface.md "Node identity"); "": no client certificate is asked.
+	ClientCA string
+	// ClientNames are the identities allowed (names.CheckIdentityPattern),
+	// matched against the subject CN, DNS and URI SANs; nil: any
+	// certificate that chains to ClientCA. Set only with ClientCA.
+	ClientNames []string
+	// ClientCRL is a PEM CRL signed by a certificate of ClientCA; "":
+	// none. Set only with ClientCA.
+	ClientCRL string
 }
 
 // Minting reports whether the route mints its certificates from a CA.

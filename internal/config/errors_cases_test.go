@@ -197,7 +197,7 @@ max_connections: 0
 		"snigate.yaml:3: routes: required: at least one route (name, sni, mode, upstreams)",
 	}},
 	{name: "route is not a mapping", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - registry\n", want: []string{
-		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, got "registry"`,
+		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, http, got "registry"`,
 	}},
 	{name: "route keys required", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - balance: leastconn\n", want: []string{
 		`snigate.yaml:4: routes[0].name: required: a name such as "registry" (letters, digits, '-', '_', '.')`,
@@ -206,7 +206,7 @@ max_connections: 0
 		`snigate.yaml:4: routes[0].upstreams: required: one or more addresses such as ["10.1.0.10:443"]`,
 	}},
 	{name: "route unknown and duplicate keys", yaml: minimalSplice + "    helth: {}\n    mode: bridge\n", want: []string{
-		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client`,
+		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, http`,
 		"snigate.yaml:9: routes[0].mode: duplicate key (first at line 6)",
 	}},
 	{name: "route enums", yaml: `listen:
@@ -393,7 +393,7 @@ routes:
 		"  - name: b\n    sni: [b.example.com]\n    mode: bridge\n    upstreams: [\"10.0.0.1:443\"]\n    serve: {ca_key: ca.key, crt: x}\n    upstream_tls: {}\n", want: []string{
 		"snigate.yaml:8: routes[0].serve.key: required with routes[0].serve.cert: the file holding its private key",
 		"snigate.yaml:9: routes[0].upstream_tls.cert: required with routes[0].upstream_tls.key: the certificate file",
-		`snigate.yaml:14: routes[1].serve.crt: unknown key (did you mean "cert"?); allowed here: cert, key, ca_cert, ca_key, key_exchanges, min_version, cipher_suites`,
+		`snigate.yaml:14: routes[1].serve.crt: unknown key (did you mean "cert"?); allowed here: cert, key, ca_cert, ca_key, key_exchanges, min_version, cipher_suites, client_ca, client_names, client_crl`,
 		"snigate.yaml:14: routes[1].serve.ca_cert: required with routes[1].serve.ca_key: the certificate file",
 	}},
 	{name: "missing files", yaml: bridgeWith(`    serve: {cert: missing.crt, key: /nonexistent/serve.key}

@@ -2,12 +2,13 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
 
 var routeKeys = []string{"name", "sni", "mode", "upstreams", "balance", "proxy_protocol", "health", "serve", "upstream_tls",
-	"max_dials", "max_dials_per_client"}
+	"max_dials", "max_dials_per_client", "http"}
 
 // validRouteName is what a route name may contain: it appears in metric
 // labels, log lines and the runtime API's URL paths.
@@ -22,14 +23,31 @@ func (p *parser) routes(top fields) []Route {
 	}
 	names := map[string]int{}     // route name -> line
 	routed := map[string]string{} // canonical SNI -> "route \"x\" (line n)"
+	cacheDirs := map[string]string{}
 	var out []Route
 	for _, it := range items {
 		r, refs := p.route(it)
 		p.uniqueRouteName(r, refs.name, names)
 		p.uniqueSNI(&r, refs.sni, routed)
+		p.uniqueCacheDir(r, refs.http, cacheDirs)
 		out = append(out, r)
 	}
 	return out
+}
+
+// uniqueCacheDir reports a cache directory another route already uses:
+// each route's cache owns its directory.
+func (p *parser) uniqueCacheDir(r Route, f fields, dirs map[string]string) {
+	if r.HTTP == nil || r.HTTP.Cache == nil || r.HTTP.Cache.Dir == "" {
+		return
+	}
+	dir := filepath.Clean(r.HTTP.Cache.Dir)
+	key := f.key("http") + ".cache.dir"
+	if other, dup := dirs[dir]; dup {
+		p.errorf(f.keyLine("http"), key, "%s is already the cache directory of %s; give each route a directory of its own", dir, other)
+		return
+	}
+	dirs[dir] = fmt.Sprintf("route %q", r.Name)
 }
 
 // routeRefs is where a route's name and SNI names are, for checks that
@@ -37,6 +55,7 @@ func (p *parser) routes(top fields) []Route {
 type routeRefs struct {
 	name item   // the name value
 	sni  []item // each accepted SNI name, in the order of Route.SNI
+	http fields // the route's mapping, for the http.cache.dir check
 }
 
 // route parses one route.
@@ -57,6 +76,8 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	r.Serve = p.serve(f, r.Mode)
 	r.UpstreamTLS = p.upstreamTLS(f, r.Mode)
 	r.MaxDials, r.MaxDialsPerClient = p.dialBounds(f, r.Mode)
+	r.HTTP = p.http(f, r.Mode)
+	refs.http = f
 	return r, refs
 }
 

@@ -60,6 +60,7 @@ type Gateway struct {
 	loadedID  atomic.Pointer[filewatch.ID]      // the file's identity just before that read
 	ready     atomic.Bool                       // listeners up, not draining
 	switchOff atomic.Bool                       // the readiness switch (POST /api/ready) is off
+	dryRun    bool                              // check: build everything, open no file for writing
 
 	inForce    atomic.Pointer[inForce]            // the configuration in force
 	lastReload atomic.Pointer[admin.ReloadResult] // nil: no reload since start

@@ -53,6 +53,7 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	now := time.Now()
 	g.metrics.reloaded(err, now)
 	g.recordReload(reason, err, now)
+	g.gen.Load().reopenAudits() // logrotate signals SIGHUP; a rejected file must not keep the old log open
 	if err != nil {
 		g.sdNotify(handover.NotifyReady, handover.Status(g.status()+"; the last reload was rejected"))
 		g.log.Error("configuration reload rejected; the running configuration stays in force",
@@ -98,6 +99,7 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 		return err
 	}
 	old.stop()
+	defer old.retire()
 	gen.adopt(old)
 	gen.start(ctx, g.log)
 	g.sni.SetRoutes(gen.routes)

@@ -53,7 +53,10 @@ func TestAdminReloadAnswersCheckErrors(t *testing.T) {
 // TestReadySwitchFailsReadyzWhileServing: the readiness switch off makes
 // /readyz 503 and snigate_ready 0, and the gateway still routes.
 func TestReadySwitchFailsReadyzWhileServing(t *testing.T) {
-	w, _ := newFullWorld(t)
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	w.writeConfig(listenConfig("127.0.0.1:0", "  admin: \"127.0.0.1:0\"\n", spliceRoute("a", "a.test", a.addr())))
+	w.start()
 	if code, body := w.adminPost("/api/ready", `{"ready": false}`); code != 200 {
 		t.Fatalf("POST /api/ready = %d %s", code, body)
 	}
@@ -66,7 +69,7 @@ func TestReadySwitchFailsReadyzWhileServing(t *testing.T) {
 	if _, m := w.adminGet("/metrics"); !strings.Contains(m, "\nsnigate_ready 0\n") {
 		t.Error("snigate_ready is not 0 with the switch off")
 	}
-	c, err := w.dialTLS("registry.test")
+	c, err := w.dialTLS("a.test")
 	if err != nil {
 		t.Fatalf("a gateway switched off must still serve: %v", err)
 	}

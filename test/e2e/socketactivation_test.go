@@ -32,7 +32,7 @@ func TestSocketActivationThenUpgrade(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "snigate.yaml")
-	if err := os.WriteFile(cfg, []byte(w.upgradeConfig(activatedTLSPort, activatedAdminAddr, activatedDNSAddr)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(w.upgradeConfig(t, activatedTLSPort, activatedAdminAddr, activatedDNSAddr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(w.logs, "snigate-activated.log")

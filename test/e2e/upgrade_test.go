@@ -149,18 +149,16 @@ func (w *world) pushBigBlob(t *testing.T, dir string) bigBlob {
 	return bigBlob{digest: d.String(), size: size}
 }
 
-// upgradeConfig is the world's gateway configuration on ports of its
-// own, with a drain long enough for the download.
-func (w *world) upgradeConfig(tlsPort int, admin, dns string) string {
-	spec := gatewaySpec{
-		answer:      bastionAddr,
-		registryUps: []string{registryAAddr, registryBAddr},
-		mirrorUp:    mirrorAddr,
-		serveCA:     filepath.Join(w.dir, "gateway-ca"),
-		edge:        w.edge,
-		registryCA:  w.registryCA.file,
+// upgradeConfig is the world's gateway configuration, as the world wrote
+// it, on ports of its own (no CONNECT listener, its own audit log), with
+// a drain long enough for the download.
+func (w *world) upgradeConfig(t *testing.T, tlsPort int, admin, dns string) string {
+	t.Helper()
+	b, err := os.ReadFile(w.gw.config)
+	if err != nil {
+		t.Fatal(err)
 	}
-	y := spec.yaml()
+	y := string(b)
 	for from, to := range map[string]string{
 		`tls: [":443"]`:        fmt.Sprintf(`tls: [":%d"]`, tlsPort),
 		`dns: ":53"`:           fmt.Sprintf("dns: %q", dns),
@@ -168,11 +166,13 @@ func (w *world) upgradeConfig(tlsPort int, admin, dns string) string {
 		"  drain: 2s\n":        "  drain: 60s\n",
 	} {
 		if !strings.Contains(y, from) {
-			panic("upgradeConfig: the world's configuration has no " + from)
+			t.Fatalf("the world's configuration %s has no %s", w.gw.config, from)
 		}
 		y = strings.Replace(y, from, to, 1)
 	}
-	return y
+	y = strings.Replace(y, fmt.Sprintf("  connect: \":%d\"\n", connectPort), "", 1)
+	audit := filepath.Join(w.dir, "audit.log")
+	return strings.ReplaceAll(y, audit, filepath.Join(w.dir, fmt.Sprintf("audit-%d.log", tlsPort)))
 }
 
 // startUpgradeGateway runs the installed binary on upgradeConfig and waits
@@ -180,7 +180,7 @@ func (w *world) upgradeConfig(tlsPort int, admin, dns string) string {
 func (w *world) startUpgradeGateway(t *testing.T, dir, bin string) *proc {
 	t.Helper()
 	cfg := filepath.Join(dir, "snigate.yaml")
-	if err := os.WriteFile(cfg, []byte(w.upgradeConfig(upgradeTLSPort, upgradeAdminAddr, upgradeDNSAddr)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(w.upgradeConfig(t, upgradeTLSPort, upgradeAdminAddr, upgradeDNSAddr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(w.logs, "snigate-upgrade.log")

@@ -1,0 +1,135 @@
+package config
+
+import (
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestHTTPSection(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	tests := []struct {
+		name string
+		http string // the lines of the http: section, or "" for none
+		want *HTTP
+	}{
+		{name: "absent", want: nil},
+		{name: "defaults", http: "    http: {}\n", want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow"}},
+		{name: "everything", http: `    http:
+      forwarded: false
+      methods: [get, HEAD, put, PATCH, POST]
+      repositories: ["team/app", "team/*", "team/**", "library/alpine"]
+      audit_log: audit.log
+      redirects: pass
+      cache: {dir: cache, max_size: 50GiB, offline: true}
+`, want: &HTTP{Forwarded: false, Methods: []string{"GET", "HEAD", "PUT", "PATCH", "POST"},
+			Repositories: []string{"team/app", "team/*", "team/**", "library/alpine"},
+			AuditLog:     filepath.Join(dir, "audit.log"), Redirects: "pass",
+			Cache: &Cache{Dir: filepath.Join(dir, "cache"), MaxSize: 50 << 30, Offline: true}}},
+		{name: "stdout audit, default cache size", http: "    http: {audit_log: \"-\", cache: {dir: /var/cache/x}}\n",
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", AuditLog: "-",
+				Cache: &Cache{Dir: "/var/cache/x", MaxSize: DefaultCacheMaxSize}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(minimalBridge+tc.http))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Routes[0].HTTP; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("HTTP = %+v (cache %+v), want %+v", got, cacheOf(got), tc.want)
+			}
+		})
+	}
+}
+
+func cacheOf(h *HTTP) *Cache {
+	if h == nil {
+		return nil
+	}
+	return h.Cache
+}
+
+func TestHTTPSectionErrors(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{name: "splice route", yaml: minimalSplice + "    http: {}\n", want: []string{
+			"snigate.yaml:8: routes[0].http: only allowed in bridge mode (this route is mode: splice); remove it or use mode: bridge",
+		}},
+		{name: "unknown method", yaml: minimalBridge + "    http: {methods: [GET, FETCH]}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.methods[1]: want one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, got "FETCH" (did you mean "PATCH"?)`,
+		}},
+		{name: "empty methods", yaml: minimalBridge + "    http: {methods: []}\n", want: []string{
+			"snigate.yaml:10: routes[0].http.methods: required: one or more methods such as [GET, HEAD]; remove the key for the read-only default",
+		}},
+		{name: "bad repository", yaml: minimalBridge + "    http: {repositories: [Team/App, \"a/**/b\", \"x//y\"]}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.repositories[0]: want a repository name such as "team/app" (lower case letters, digits, ".", "_", "-" between them, "/" between segments), with "*" for one segment or a last "**" for any depth, got "Team/App"`,
+			`snigate.yaml:10: routes[0].http.repositories[1]: "**" may only be the last segment: want a repository name such as "team/app" (lower case letters, digits, ".", "_", "-" between them, "/" between segments), with "*" for one segment or a last "**" for any depth, got "a/**/b"`,
+			`snigate.yaml:10: routes[0].http.repositories[2]: want a repository name such as "team/app" (lower case letters, digits, ".", "_", "-" between them, "/" between segments), with "*" for one segment or a last "**" for any depth, got "x//y"`,
+		}},
+		{name: "redirects", yaml: minimalBridge + "    http: {redirects: none}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.redirects: want one of follow, pass, got "none"`,
+		}},
+		{name: "forwarded", yaml: minimalBridge + "    http: {forwarded: yes please}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.forwarded: want true or false, got "yes please"`,
+		}},
+		{name: "audit log directory", yaml: minimalBridge + "    http: {audit_log: /nonexistent/dir/audit.log}\n", want: []string{
+			"snigate.yaml:10: routes[0].http.audit_log: the directory /nonexistent/dir does not exist: create it, or name a file in an existing directory",
+		}},
+		{name: "cache without dir", yaml: minimalBridge + "    http: {cache: {max_size: 1GiB}}\n", want: []string{
+			"snigate.yaml:10: routes[0].http.cache.dir: required: the directory of the cache, such as /var/cache/snigate/registry",
+		}},
+		{name: "cache size", yaml: minimalBridge + "    http: {cache: {dir: c, max_size: 5 apples}}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.cache.max_size: want a size such as "50GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), more than 0, got "5 apples"`,
+		}},
+		{name: "cache unknown key", yaml: minimalBridge + "    http: {cache: {dir: c, size: 1}}\n", want: []string{
+			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline",
+		}},
+		{name: "one cache dir for two routes", yaml: minimalBridge + "    http: {cache: {dir: c}}\n" + `  - name: s
+    sni: [b.example.com]
+    mode: bridge
+    upstreams: ["10.0.0.2:443"]
+    serve: {cert: serve.crt, key: serve.key}
+    upstream_tls: {cert: client.crt, key: client.key, ca: ca.crt}
+    http: {cache: {dir: ./c/}}
+`, want: []string{
+			`snigate.yaml:17: routes[1].http.cache.dir: c is already the cache directory of route "r"; give each route a directory of its own`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseInDir(t, dir, tc.yaml)
+			for i := range got {
+				got[i] = strings.ReplaceAll(got[i], dir+"/", "")
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1048576", 1 << 20, true}, {"50GiB", 50 << 30, true}, {"500MB", 500e6, true}, {"1 TiB", 1 << 40, true},
+		{"10B", 10, true}, {"", 0, false}, {"GiB", 0, false}, {"5gb", 0, false}, {"-1GiB", 0, false},
+		{"99999999999TiB", 0, false}, {"1.5GiB", 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := ParseSize(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
