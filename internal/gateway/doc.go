@@ -1,8 +1,13 @@
 // Package gateway assembles snigate from its configuration: it builds the
 // route table, upstream pools, certificate watchers and DNS handler of one
-// configuration file (a generation), opens the listeners, serves, reloads
+// configuration file (a generation), opens the listeners (or takes those
+// inherited from systemd or from the process it upgrades), serves, reloads
 // on SIGHUP or when the file changes (swapping a new generation in
-// atomically, upstream state carried over), and drains on SIGTERM/SIGINT.
+// atomically, upstream state carried over, listener addresses applied),
+// hands its sockets to a new binary on SIGUSR2, and drains on
+// SIGTERM/SIGINT. It implements the admin runtime API (routes,
+// configuration status, reload, the readiness switch) and tells systemd
+// its state (sd_notify).
 //
 //	g, err := gateway.New(gateway.Options{ConfigFile: "/etc/snigate/snigate.yaml"})
 //	if err != nil { ... }          // a config.ErrorList for an invalid file
