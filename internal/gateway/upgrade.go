@@ -13,8 +13,9 @@ import (
 // to be ready before it kills it and keeps serving.
 const DefaultUpgradeTimeout = time.Minute
 
-// upgrade (SIGUSR2) starts the program at this process's executable path
-// (the new binary, once it has replaced the old one on disk) with the
+// upgrade (SIGUSR2) starts the program the path this process was started
+// as names now (handover.Executable: the new binary, once it replaced the
+// old one on disk or a symlink was switched to it) with the
 // same arguments and every listening socket, and waits until it serves.
 // It reports true when the new process serves: this one must then stop
 // accepting and drain. On failure the new process is killed and this one

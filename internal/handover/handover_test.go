@@ -233,3 +233,25 @@ func waitExit(t *testing.T, pid int) {
 	// reap it with wait4 so that it leaves no zombie in the test binary.
 	_, _ = p.Wait()
 }
+
+// TestExecutableFollowsTheStartPath: an upgrade starts what the path this
+// process was started as names now (a symlink switched to a new release),
+// not the file the process runs.
+func TestExecutableFollowsTheStartPath(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "snigate")
+	if err := os.Symlink("/bin/true", link); err != nil {
+		t.Fatal(err)
+	}
+	old := os.Args[0]
+	os.Args[0] = link
+	defer func() { os.Args[0] = old }()
+	got, err := Executable()
+	if err != nil || got != link {
+		t.Fatalf("Executable() = %q, %v; want the start path %q", got, err, link)
+	}
+	os.Args[0] = filepath.Join(dir, "gone")
+	if got, err := Executable(); err != nil || got == "" || strings.HasPrefix(got, dir) {
+		t.Fatalf("Executable() with a start path that names nothing = %q, %v; want this process's file", got, err)
+	}
+}

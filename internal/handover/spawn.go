@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +30,8 @@ type Socket struct {
 type SpawnConfig struct {
 	// Sockets are passed as descriptors 3, 4, ... in order.
 	Sockets []Socket
-	// Path is the program to start. "": this process's executable, as the
-	// path names it now (a binary replaced on disk is the new one).
+	// Path is the program to start. "": the program this process was
+	// started as, as its path names it now (see Executable).
 	Path string
 	// Args are its arguments after the program name. nil: this process's.
 	Args []string
@@ -81,7 +82,7 @@ func Spawn(ctx context.Context, cfg SpawnConfig) (*Child, error) {
 func command(cfg SpawnConfig) (*exec.Cmd, *os.File, error) {
 	path := cfg.Path
 	if path == "" {
-		exe, err := os.Executable()
+		exe, err := Executable()
 		if err != nil {
 			return nil, nil, fmt.Errorf("hand-over: find this program's path: %w", err)
 		}
@@ -185,4 +186,19 @@ func closeSockets(socks []Socket) {
 	for _, s := range socks {
 		s.File.Close()
 	}
+}
+
+// Executable is the path this process was started as (os.Args[0], looked
+// up in PATH when it has no slash), so that an upgrade starts what that
+// path names now: a binary renamed over the old one, or the new target of
+// a switched symlink (/usr/local/bin/snigate -> /opt/snigate/v2/snigate).
+// When os.Args[0] names nothing executable any more, it is
+// os.Executable(), the file this process runs.
+func Executable() (string, error) {
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+	}
+	return os.Executable()
 }
