@@ -28,12 +28,12 @@ const DefaultMaxConns = 64
 // preflight, which is never answered.
 //
 // Unix socket connections skip the Host check: no browser reaches them.
-func guard(h http.Handler, hosts []string) http.Handler {
+func guard(h http.Handler, hosts func() []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Header.Get("Origin") != "":
 			writeError(w, http.StatusForbidden, "requests from a web page (with an Origin header) are refused: the admin API is for snigate ctl, curl and Prometheus")
-		case overTCP(r) && !hostAllowed(r.Host, hosts):
+		case overTCP(r) && !hostAllowed(r.Host, hosts()):
 			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q is not this admin listener: use its IP address, localhost or the host name of listen.admin", r.Host))
 		default:
 			h.ServeHTTP(w, r)

@@ -41,6 +41,10 @@ type Config struct {
 	// besides IP literals and localhost (see guard): the host name of
 	// listen.admin. nil: none.
 	Hosts []string
+	// HostsFunc, when set, replaces Hosts and is read at each request:
+	// the host name of listen.admin as the configuration in force says
+	// (a reload may change it). nil: Hosts.
+	HostsFunc func() []string
 	// MaxConns caps the connections served at once; 0: DefaultMaxConns.
 	MaxConns int
 	// Runtime backs /api/routes, /api/config, /api/reload and POST
@@ -73,7 +77,7 @@ func New(cfg Config) *Server {
 		s.log = slog.Default()
 	}
 	s.http = &http.Server{
-		Handler:           guard(s.routes(), cfg.Hosts),
+		Handler:           guard(s.routes(), s.hosts),
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout:       DefaultReadTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
@@ -82,6 +86,15 @@ func New(cfg Config) *Server {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	return s
+}
+
+// hosts are the host names the guard accepts besides IP literals and
+// localhost.
+func (s *Server) hosts() []string {
+	if s.cfg.HostsFunc != nil {
+		return s.cfg.HostsFunc()
+	}
+	return s.cfg.Hosts
 }
 
 // Handler returns the server's routes behind the cross-site guard, for

@@ -132,7 +132,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		Version:   buildVersion(),
 		Gatherer:  g.registry,
 		Logger:    g.log,
-		Hosts:     adminHosts(cfg.Listen.Admin),
+		HostsFunc: func() []string { return adminHosts(g.gen.Load().cfg.Listen.Admin) },
 		Metrics:   g.metrics.admin,
 	})
 	return nil

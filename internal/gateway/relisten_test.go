@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,5 +118,29 @@ func TestReloadAddsDNSListener(t *testing.T) {
 	}
 	if len(r.Answer) != 1 || !strings.Contains(r.Answer[0].String(), "192.0.2.7") {
 		t.Fatalf("answer %v, want 192.0.2.7", r.Answer)
+	}
+}
+
+// TestReloadMovesAdminListener: a new listen.admin serves the admin API
+// after the reload, and the old address refuses.
+func TestReloadMovesAdminListener(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	route := spliceRoute("a", "a.test", a.addr())
+	oldAdmin, newAdmin := testnet.HeldAddr(t), testnet.HeldAddr(t)
+	w.writeConfig(listenConfig("127.0.0.1:0", fmt.Sprintf("  admin: %q\n", oldAdmin), route))
+	w.start()
+	w.writeConfig(listenConfig("127.0.0.1:0", fmt.Sprintf("  admin: %q\n", newAdmin), route))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-w.reloaded
+	resp, err := http.Get("http://" + newAdmin + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /readyz on the new listen.admin: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if _, err := net.Dial("tcp", oldAdmin); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial the old listen.admin %s: %v, want connection refused", oldAdmin, err)
 	}
 }
