@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 )
 
@@ -66,6 +67,9 @@ func (c *AnswerCheck) handshake(ctx context.Context, addr netip.AddrPort) error 
 	}
 	if err == nil { // cannot happen: the handshake stops at the ServerHello
 		return nil
+	}
+	if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("tls handshake for %s: no ServerHello within the timeout (%v)", c.cfg.ServerName, c.cfg.Timeout)
 	}
 	return fmt.Errorf("tls handshake for %s: %w", c.cfg.ServerName, err)
 }

@@ -99,7 +99,7 @@ func TestAnswerCheckHandshake(t *testing.T) {
 		{name: "nothing listening", wantErr: "connect: ", addr: func(t *testing.T) netip.AddrPort {
 			return netip.MustParseAddrPort(testnet.ClosedAddr(t))
 		}},
-		{name: "accepts and never answers", wantErr: "timeout", addr: func(t *testing.T) netip.AddrPort {
+		{name: "accepts and never answers", wantErr: "no ServerHello within the timeout (300ms)", addr: func(t *testing.T) netip.AddrPort {
 			return probeServer(t, func(c net.Conn) { c.SetDeadline(time.Now().Add(10 * time.Second)); io.Copy(io.Discard, c) })
 		}},
 	}
