@@ -350,6 +350,16 @@ func (c *AnswerCheck) Adopt(old *AnswerCheck) {
 	c.publishLocked()
 }
 
+// DeleteSeries deletes the snigate_dns_answer_up series of every address:
+// a reload that removes dns.answer_check calls it on the last check.
+func (c *AnswerCheck) DeleteSeries() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.hosts {
+		c.cfg.Metrics.delete(h.addr)
+	}
+}
+
 // publishMetrics sets snigate_dns_answer_up for every address.
 func (c *AnswerCheck) publishMetrics() {
 	c.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -63,6 +64,7 @@ func (c *AnswerCheck) handshake(ctx context.Context, addr netip.AddrPort) error 
 		MinVersion:         tls.VersionTLS12,
 	}).HandshakeContext(ctx)
 	if hc.serverHello {
+		closeGently(conn)
 		return nil
 	}
 	if err == nil { // cannot happen: the handshake stops at the ServerHello
@@ -92,4 +94,14 @@ func (h *helloConn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// closeGently ends a check that has its ServerHello without a reset: it
+// sends FIN, then reads what the server still sends until it closes too
+// (or the check's deadline), so that the gateway checked logs a client
+// that left rather than a connection reset.
+func closeGently(conn net.Conn) {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		io.Copy(io.Discard, conn) //nolint:errcheck // the check has passed; this only tidies up
+	}
 }

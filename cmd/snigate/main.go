@@ -32,6 +32,7 @@ const usage = `usage:
   snigate ca init --out DIR [--name NAME ...] [--force]
   snigate ctl [--admin ADDR] upstreams
   snigate ctl [--admin ADDR] set ROUTE UPSTREAM STATE    (STATE: ready | drain | maint)
+  snigate ctl [--admin ADDR] answers                     (dns.answer_check: addresses given in DNS answers)
   snigate version
 `
 
@@ -199,6 +200,15 @@ func cmdCtl(args []string, stdout, stderr io.Writer) int {
 			return failure(stderr, "ctl", err)
 		}
 		return exitOK
+	case len(rest) == 1 && rest[0] == "answers":
+		st, err := c.Answers(ctx)
+		if err == nil {
+			err = admin.WriteAnswerTable(stdout, st)
+		}
+		if err != nil {
+			return failure(stderr, "ctl", err)
+		}
+		return exitOK
 	case len(rest) == 4 && rest[0] == "set":
 		state, err := upstream.ParseState(rest[3])
 		if err != nil {
@@ -211,7 +221,7 @@ func cmdCtl(args []string, stdout, stderr io.Writer) int {
 		}
 		return writeTable(stdout, stderr, st)
 	}
-	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\" or \"set ROUTE UPSTREAM STATE\"\n%s", usage)
+	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\", \"answers\" or \"set ROUTE UPSTREAM STATE\"\n%s", usage)
 	return exitUsage
 }
 

@@ -25,6 +25,7 @@ type generation struct {
 	routes  *sni.Table
 	pools   map[string]*upstream.Pool // by route name
 	dns     dns.Handler               // nil when listen.dns is not set
+	answers *dnsresponder.AnswerCheck // dns.answer_check; nil without it (or without listen.dns)
 	workers []runner                  // pools and certificate watchers
 
 	cancel context.CancelFunc // stops the workers
@@ -62,7 +63,7 @@ func (g *Gateway) build(cfg *config.Config) (*generation, error) {
 	}
 	gen.routes = table
 	if cfg.Listen.DNS != "" {
-		if gen.dns, err = g.buildDNS(cfg); err != nil {
+		if gen.dns, err = g.buildDNS(gen, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -178,19 +179,26 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 	return kp, nil
 }
 
-func (g *Gateway) buildDNS(cfg *config.Config) (dns.Handler, error) {
+func (g *Gateway) buildDNS(gen *generation, cfg *config.Config) (dns.Handler, error) {
 	routed, err := routedTable(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if gen.answers, err = g.buildAnswerCheck(cfg); err != nil {
+		return nil, err
+	}
+	if gen.answers != nil {
+		gen.workers = append(gen.workers, gen.answers)
+	}
 	return dnsresponder.New(dnsresponder.Config{
-		Names:   routed,
-		Answer:  cfg.DNS.Answer,
-		TTL:     cfg.DNS.TTL,
-		Forward: cfg.DNS.Forward,
-		Allow:   cfg.DNSAllow(),
-		Logger:  g.log,
-		Metrics: g.metrics.dns,
+		Names:       routed,
+		Answer:      cfg.DNS.Answer,
+		AnswerCheck: gen.answers,
+		TTL:         cfg.DNS.TTL,
+		Forward:     cfg.DNS.Forward,
+		Allow:       cfg.DNSAllow(),
+		Logger:      g.log,
+		Metrics:     g.metrics.dns,
 	})
 }
 
@@ -202,6 +210,12 @@ func (gen *generation) adopt(old *generation) {
 		if op := old.pools[name]; op != nil {
 			p.Adopt(op)
 		}
+	}
+	switch {
+	case gen.answers != nil:
+		gen.answers.Adopt(old.answers) // nil old: nothing to carry
+	case old.answers != nil:
+		old.answers.DeleteSeries() // dns.answer_check removed
 	}
 }
 

@@ -150,6 +150,7 @@ func (g *Gateway) logRoutes(gen *generation) {
 // while it runs it logs the connections still open.
 func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers) error {
 	g.setReady(false)
+	g.leaveOutOwnAnswers()
 	first := g.clock()
 	budget := g.gen.Load().cfg.Timeouts.Drain
 	g.log.Info("draining", "connections", g.openConnections(), "remaining", budget.String())

@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/testnet"
+)
+
+// answersConfig: the gateway on 127.0.0.1:PORT, and a second gateway
+// address, 127.0.0.2, on which nothing listens.
+const answersConfig = `listen:
+  tls: [%[1]q]
+  dns: "127.0.0.1:0"
+  admin: "127.0.0.1:0"
+timeouts:
+  drain: 1m
+dns:
+  answer: ["127.0.0.1", "127.0.0.2"]
+  answer_check:
+    port: %[2]s
+    interval: 200ms
+    timeout: 200ms
+    fall: 2
+    rise: 1
+routes:
+%[3]s`
+
+// TestAnswerCheckInTheGateway: the responder answers only the gateway
+// address that serves; on SIGTERM it leaves its own address out at once,
+// keeps answering DNS while a transfer finishes, and the admin API lists
+// the addresses.
+func TestAnswerCheckInTheGateway(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	listen := testnet.HeldAddr(t)
+	_, port, _ := net.SplitHostPort(listen)
+	w.writeConfig(fmt.Sprintf(answersConfig, listen, port, spliceRoute("a", "a.test", a.addr())))
+	w.start()
+	waitFor(t, "127.0.0.2 to be found down", func() bool {
+		return w.logs.contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
+	})
+	if got := answerA(t, w.addrs.DNS.String(), "a.test."); !slices.Equal(got, []string{"127.0.0.1"}) {
+		t.Errorf("answers with one gateway down: %v, want [127.0.0.1]", got)
+	}
+	code, body := w.adminGet("/api/answers")
+	var st []dnsresponder.AnswerStatus
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || len(st) != 2 || !st[0].Healthy || st[1].Healthy {
+		t.Errorf("/api/answers = %d %s (%v)", code, body, err)
+	}
+
+	tunnel, err := w.dialTLS("a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoRoundTrip(t, tunnel, "before")
+	w.cancel() // as SIGTERM does
+	waitFor(t, "the own address to be left out", func() bool {
+		return w.logs.contains(`msg="dns: own answer address left out of the answers while draining" address=127.0.0.1`)
+	})
+	// The only other address is down: it is all there is to answer.
+	if got := answerA(t, w.addrs.DNS.String(), "a.test."); !slices.Equal(got, []string{"127.0.0.2"}) {
+		t.Errorf("answers while draining: %v, want [127.0.0.2] (own address left out)", got)
+	}
+	echoRoundTrip(t, tunnel, "the transfer goes on while draining")
+	tunnel.Close()
+	<-w.done
+	if w.runErr != nil {
+		t.Errorf("Run = %v, want nil", w.runErr)
+	}
+}
+
+// TestAnswersWithoutCheck: without dns.answer_check the admin API says so.
+func TestAnswersWithoutCheck(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	w.writeConfig(fmt.Sprintf(spliceConfig, "1s", spliceRoute("a", "a.test", a.addr())))
+	w.start()
+	if code, body := w.adminGet("/api/answers"); code != 404 || !strings.Contains(body, "no dns.answer_check") {
+		t.Errorf("/api/answers = %d %s, want 404 naming dns.answer_check", code, body)
+	}
+}
+
+// TestOwnAddrs: the interface addresses and the IP hosts of listen.tls.
+func TestOwnAddrs(t *testing.T) {
+	cfg := &config.Config{Listen: config.Listen{TLS: []string{":443", "10.0.0.5:443", "[::ffff:10.0.0.6]:8443", "gw.example:443"}}}
+	local := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	got := ownAddrs(cfg, local)
+	want := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")}
+	if !slices.Equal(got, want) {
+		t.Errorf("ownAddrs = %v, want %v", got, want)
+	}
+}
+
+// answerA asks addr for name's A records.
+func answerA(t *testing.T, addr, name string) []string {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	r, _, err := (&dns.Client{Timeout: 5 * time.Second}).Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("query %s: %v", addr, err)
+	}
+	var out []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			out = append(out, a.A.String())
+		}
+	}
+	return out
+}
