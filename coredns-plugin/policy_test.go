@@ -71,3 +71,45 @@ func TestBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildAnswerCheck: the stanza's answer_check, else the file's
+// dns.answer_check, checks the answer addresses with the file's first
+// routed name; neither: no check.
+func TestBuildAnswerCheck(t *testing.T) {
+	dir := t.TempDir()
+	withCheck := writeFile(t, dir, "check.yaml", snigateYAML("*.route.example.test")+
+		"dns:\n  answer: [\"192.0.2.98\", \"192.0.2.99\"]\n  answer_check:\n    port: 8443\n")
+	noCheck := writeFile(t, dir, "nocheck.yaml", snigateYAML("route.example.test"))
+	tests := []struct {
+		name      string
+		stanza    string
+		wantCheck bool
+	}{
+		{name: "the file's dns.answer_check", stanza: "config " + withCheck, wantCheck: true},
+		{name: "the stanza's answer_check", stanza: "answer 192.0.2.10\nconfig " + noCheck + "\nanswer_check port 443", wantCheck: true},
+		{name: "the stanza's, without a file", stanza: "answer 192.0.2.10\nnames a.example.test\nanswer_check", wantCheck: true},
+		{name: "neither", stanza: "answer 192.0.2.10\nconfig " + noCheck},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parse(caddy.NewTestController("dns", "snigate {\n"+tc.stanza+"\n}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := newHandler(s, nil, &recordingLog{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (h.check != nil) != tc.wantCheck {
+				t.Fatalf("check %v, want one: %v", h.check, tc.wantCheck)
+			}
+			if h.check == nil {
+				return
+			}
+			st := h.check.Status()
+			if len(st) == 0 || !st[0].Answered {
+				t.Errorf("status before any check: %+v, want every address answered", st)
+			}
+		})
+	}
+}
