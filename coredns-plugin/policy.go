@@ -21,7 +21,9 @@ type builder struct {
 	s       settings
 	metrics *Metrics
 	log     logger
-	check   *dnsresponder.AnswerCheck // nil: no answer_check (yet)
+	check   *dnsresponder.AnswerCheck // nil: no answer_check
+	built   bool                      // the first policy was built: no check is made after it
+	warned  bool                      // the late answer_check was logged
 }
 
 // build makes the answer policy from the stanza and, when cfg is not nil,
@@ -76,6 +78,15 @@ func (b *builder) answerCheck(cfg *config.Config, answer []netip.Addr, patterns 
 	cs := b.s.check
 	if cs == nil && cfg != nil && cfg.DNS.AnswerCheck != nil {
 		cs = checkFromFile(cfg.DNS.AnswerCheck)
+	}
+	first := !b.built
+	b.built = true
+	if !first { // OnStartup has run (or will run) without a check
+		if cs != nil && !b.warned {
+			b.warned = true
+			b.log.Warningf("config: dns.answer_check was added to the file after start; it applies when CoreDNS restarts or reloads its Corefile")
+		}
+		return nil, nil
 	}
 	if cfg != nil && len(cfg.RoutedNames()) > 0 {
 		patterns = cfg.RoutedNames() // names the gateways route: the file's first

@@ -2,9 +2,12 @@ package snigate
 
 import (
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
+
+	"github.com/snigate/snigate/internal/config"
 )
 
 // TestBuild: the routed names are the union of the stanza's names, the
@@ -111,5 +114,33 @@ func TestBuildAnswerCheck(t *testing.T) {
 				t.Errorf("status before any check: %+v, want every address answered", st)
 			}
 		})
+	}
+}
+
+// TestAnswerCheckAddedLater: a dns.answer_check that appears in the file
+// after setup makes no check that nothing would run (every address would
+// look up forever); it is logged and applies after a restart.
+func TestAnswerCheckAddedLater(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "snigate.yaml", snigateYAML("route.example.test")+"dns:\n  answer: [\"192.0.2.98\"]\n")
+	s, err := parse(caddy.NewTestController("dns", "snigate {\nconfig "+file+"\nreload 0\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &recordingLog{}
+	b := &builder{s: s, log: log}
+	cfg, err := config.LoadWithoutFiles(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.build(cfg); err != nil || b.check != nil {
+		t.Fatalf("first build: check %v, err %v; want none", b.check, err)
+	}
+	cfg.DNS.AnswerCheck = &config.AnswerCheck{Port: 443, Interval: time.Second, Timeout: time.Second, Fall: 1, Rise: 1}
+	if _, _, err := b.build(cfg); err != nil || b.check != nil {
+		t.Fatalf("later build: check %v, err %v; want none", b.check, err)
+	}
+	if log.count("dns.answer_check was added to the file after start") != 1 {
+		t.Errorf("not logged once: %q", log.lines)
 	}
 }
