@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,4 +119,76 @@ func answerA(t *testing.T, addr, name string) []string {
 		}
 	}
 	return out
+}
+
+// TestAnswerCheckAcrossReload: a reload keeps what the check found (a
+// gateway that hangs, found down, is not answered again while the new
+// check's first round waits for its timeout), and a reload that removes
+// dns.answer_check deletes snigate_dns_answer_up.
+func TestAnswerCheckAcrossReload(t *testing.T) {
+	w := newWorld(t, "")
+	a := startEcho(t, w.leaf("a.test"), nil)
+	listen := testnet.HeldAddr(t)
+	_, port, _ := net.SplitHostPort(listen)
+	hang := hangingListener(t, "127.0.0.2:"+port)
+	defer hang()
+	cfg := func(ttl string) string {
+		c := fmt.Sprintf(answersConfig, listen, port, spliceRoute("a", "a.test", a.addr()))
+		c = strings.Replace(c, "    interval: 200ms\n    timeout: 200ms\n    fall: 2\n", "    interval: 1s\n    timeout: 1s\n    fall: 1\n", 1)
+		return strings.Replace(c, "  answer_check:", "  ttl: "+ttl+"\n  answer_check:", 1)
+	}
+	w.writeConfig(cfg("30s"))
+	w.start()
+	waitFor(t, "127.0.0.2 to be found down", func() bool {
+		return w.logs.contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
+	})
+	w.writeConfig(cfg("20s"))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-w.reloaded
+	if got := answerA(t, w.addrs.DNS.String(), "a.test."); !slices.Equal(got, []string{"127.0.0.1"}) {
+		t.Errorf("answers right after a reload: %v, want [127.0.0.1] (the hanging gateway stays down)", got)
+	}
+	if !strings.Contains(w.scrape(), `snigate_dns_answer_up{address="127.0.0.2"} 0`) {
+		t.Error("snigate_dns_answer_up of 127.0.0.2 is not 0 after the reload")
+	}
+	w.writeConfig(fmt.Sprintf(spliceConfig, "1m", spliceRoute("a", "a.test", a.addr())))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-w.reloaded
+	if text := w.scrape(); strings.Contains(text, "snigate_dns_answer_up{") {
+		t.Errorf("dns.answer_check removed, /metrics still has:\n%s", grepLines(text, "snigate_dns_answer_up"))
+	}
+}
+
+// hangingListener accepts on addr and never answers, until stop.
+func hangingListener(t *testing.T, addr string) (stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	return func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
 }
