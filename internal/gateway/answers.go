@@ -3,6 +3,7 @@ package gateway
 import (
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/config"
@@ -81,6 +82,35 @@ func interfaceAddrs() []netip.Addr {
 	for _, a := range addrs {
 		if pfx, err := netip.ParsePrefix(a.String()); err == nil {
 			out = append(out, pfx.Addr().Unmap())
+		}
+	}
+	return out
+}
+
+// logAnswerCheck says at start what dns.answer_check checks and which
+// answer addresses are this gateway's own (left out when it drains), and
+// warns when none is: then only the other gateways' checks take it out.
+func (g *Gateway) logAnswerCheck() {
+	gen := g.gen.Load()
+	if gen.answers == nil {
+		return
+	}
+	own := ownAnswers(gen.cfg.DNS.Answer, ownAddrs(gen.cfg, interfaceAddrs()))
+	ac := gen.cfg.DNS.AnswerCheck
+	g.log.Info("dns: answer check", "answer", gen.cfg.DNS.Answer, "port", ac.Port,
+		"interval", ac.Interval.String(), "fall", ac.Fall, "rise", ac.Rise, "own", own)
+	if len(own) == 0 {
+		g.log.Warn("dns: none of dns.answer is this gateway's own address (its interface addresses and the IP hosts of listen.tls): a drain cannot leave it out of its own answers; only the other gateways' checks will, after fall failed checks",
+			"answer", gen.cfg.DNS.Answer)
+	}
+}
+
+// ownAnswers are the answer addresses among own.
+func ownAnswers(answer, own []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range answer {
+		if slices.Contains(own, a.Unmap()) {
+			out = append(out, a)
 		}
 	}
 	return out

@@ -51,6 +51,9 @@ func TestAnswerCheckInTheGateway(t *testing.T) {
 	waitFor(t, "127.0.0.2 to be found down", func() bool {
 		return w.logs.contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
 	})
+	if !w.logs.contains(`own=[127.0.0.1]`) || w.logs.contains("none of dns.answer is this gateway's own") {
+		t.Errorf("the start log does not name 127.0.0.1 as the gateway's own answer address")
+	}
 	if got := answerA(t, w.addrs.DNS.String(), "a.test."); !slices.Equal(got, []string{"127.0.0.1"}) {
 		t.Errorf("answers with one gateway down: %v, want [127.0.0.1]", got)
 	}
@@ -100,6 +103,26 @@ func TestOwnAddrs(t *testing.T) {
 	want := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")}
 	if !slices.Equal(got, want) {
 		t.Errorf("ownAddrs = %v, want %v", got, want)
+	}
+}
+
+// TestOwnAnswers: the answer addresses that are the gateway's own.
+func TestOwnAnswers(t *testing.T) {
+	p := netip.MustParseAddr
+	tests := []struct {
+		name              string
+		answer, own, want []netip.Addr
+	}{
+		{name: "one own", answer: []netip.Addr{p("10.0.0.5"), p("10.0.0.6")}, own: []netip.Addr{p("127.0.0.1"), p("10.0.0.6")}, want: []netip.Addr{p("10.0.0.6")}},
+		{name: "none own", answer: []netip.Addr{p("10.0.0.5")}, own: []netip.Addr{p("127.0.0.1")}},
+		{name: "mapped answer", answer: []netip.Addr{p("::ffff:10.0.0.5")}, own: []netip.Addr{p("10.0.0.5")}, want: []netip.Addr{p("::ffff:10.0.0.5")}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ownAnswers(tc.answer, tc.own); !slices.Equal(got, tc.want) {
+				t.Errorf("ownAnswers = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

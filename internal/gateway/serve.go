@@ -126,6 +126,7 @@ func (g *Gateway) logStart(ls *listeners) {
 	}
 	gen := g.gen.Load()
 	g.logRoutes(gen)
+	g.logAnswerCheck()
 	for _, w := range KeyFileWarnings(gen.cfg) {
 		g.log.Warn("private key file readable by group or others", "detail", w)
 	}
