@@ -115,4 +115,3 @@ func (g *gateway) accept(cfg *tls.Config) {
 func (g *gateway) close() {
 	g.once.Do(func() { g.ln.Close(); g.wg.Wait() })
 }
-

@@ -304,7 +304,7 @@ func TestNewAnswerCheckRefuses(t *testing.T) {
 		{name: "zero address", change: func(c *AnswerCheckConfig) { c.Answer = []netip.Addr{{}} }},
 		{name: "port 0", change: func(c *AnswerCheckConfig) { c.Port = 0 }},
 		{name: "no server name", change: func(c *AnswerCheckConfig) { c.ServerName = "" }},
-		{name: "timeout beyond interval", change: func(c *AnswerCheckConfig) { c.Interval, c.Timeout = time.Second, 2 * time.Second }},
+		{name: "timeout beyond interval", change: func(c *AnswerCheckConfig) { c.Interval, c.Timeout = time.Second, 2*time.Second }},
 		{name: "negative fall", change: func(c *AnswerCheckConfig) { c.Fall = -1 }},
 	}
 	for _, tc := range tests {
