@@ -1,6 +1,7 @@
 package dnsresponder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,22 +132,14 @@ func (cfg *AnswerCheckConfig) fill() error {
 			return fmt.Errorf("dns answer_check answer[%d]: want an IP address, got the zero address", i)
 		}
 	}
-	cfg.Interval = cmpOr(cfg.Interval, DefaultAnswerCheckInterval)
-	cfg.Timeout = cmpOr(cfg.Timeout, min(DefaultAnswerCheckTimeout, cfg.Interval))
-	cfg.Fall = cmpOr(cfg.Fall, DefaultAnswerCheckFall)
-	cfg.Rise = cmpOr(cfg.Rise, DefaultAnswerCheckRise)
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultAnswerCheckInterval)
+	cfg.Timeout = cmp.Or(cfg.Timeout, min(DefaultAnswerCheckTimeout, cfg.Interval))
+	cfg.Fall = cmp.Or(cfg.Fall, DefaultAnswerCheckFall)
+	cfg.Rise = cmp.Or(cfg.Rise, DefaultAnswerCheckRise)
 	if cfg.Timeout > cfg.Interval {
 		return fmt.Errorf("dns answer_check timeout %v: want at most the interval (%v)", cfg.Timeout, cfg.Interval)
 	}
 	return nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Run checks every address each Interval until ctx is done, the first
