@@ -27,8 +27,9 @@ var ErrProbeFailed = errors.New("some upstreams failed the probe")
 // builds from it (checkBuild), so that a file check accepts is a file run
 // starts with. With probe it also dials every upstream of every route and
 // writes a table of the results, then, with dns.answer_check, checks every
-// answer address once (probeAnswers: warnings, never a failed probe). A configuration error, including a file
-// the builders refuse, is a config.ErrorList.
+// answer address once (probeAnswers: warnings, never a failed probe). A
+// configuration error, including a file the builders refuse, is a
+// config.ErrorList.
 func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	cfg, err := config.Load(path)
 	if err != nil {

@@ -26,7 +26,7 @@ type generation struct {
 	pools   map[string]*upstream.Pool // by route name
 	dns     dns.Handler               // nil when listen.dns is not set
 	answers *dnsresponder.AnswerCheck // dns.answer_check; nil without it (or without listen.dns)
-	workers []runner                  // pools and certificate watchers
+	workers []runner                  // pools, certificate watchers, the answer check
 
 	cancel context.CancelFunc // stops the workers
 	wg     sync.WaitGroup
