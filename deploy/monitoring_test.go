@@ -59,6 +59,13 @@ var knownMetrics = map[string][]string{
 	"snigate_upstream_dials_in_progress":                   {"route"},
 	"snigate_client_auth_failures_total":                   {"route", "reason"},
 	"snigate_dns_answer_up":                                {"address"},
+	"snigate_http_requests_total":                          {"route", "kind", "code"},
+	"snigate_http_request_duration_seconds":                {"route", "kind"},
+	"snigate_http_requests_in_flight":                      {"route"},
+	"snigate_http_refused_total":                           {"route", "reason"},
+	"snigate_http_upstream_retries_total":                  {"route"},
+	"snigate_http_redirects_total":                         {"route", "result"},
+	"snigate_http_audit_dropped_total":                     {"reason"},
 	// client_golang's Go and process collectors
 	"process_open_fds":              {},
 	"process_max_fds":               {},
@@ -197,6 +204,7 @@ func TestAlertRules(t *testing.T) {
 		"SnigateConfigReloadFailed":       "snigate_config_last_reload_successful",
 		"SnigateDNSForwarderDown":         "snigate_dns_upstream_up",
 		"SnigateDNSTCPConnectionsRefused": "snigate_dns_tcp_connections_refused_total",
+		"SnigateAuditRecordsDropped":      "snigate_http_audit_dropped_total",
 	}
 	for name, series := range required {
 		if !strings.Contains(alerts[name], series) {
