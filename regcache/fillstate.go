@@ -1,0 +1,123 @@
+package regcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// announce publishes the header and size: the callers waiting in Fill
+// return their Entries.
+func (f *fill) announce(h http.Header, size int64) {
+	f.header, f.size = h, max(size, -1)
+	f.once.Do(func() { close(f.ready) })
+}
+
+// finish ends the fill: err nil means every byte is written and
+// verified. It wakes every reader (and the callers still in Fill).
+func (f *fill) finish(err error) {
+	f.mu.Lock()
+	f.done, f.err = err == nil, err
+	f.wakeLocked()
+	f.mu.Unlock()
+	f.once.Do(func() { close(f.ready) })
+}
+
+// wakeLocked wakes the readers waiting for a change. Called with f.mu held.
+func (f *fill) wakeLocked() {
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+// state is what a reader needs: the bytes written, whether they are all
+// there and verified, the failure, and a channel closed on the next change.
+func (f *fill) state() (written int64, done bool, err error, wake <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.written, f.done, f.err, f.wake
+}
+
+// abandon ends a failed fill: every reader fails, nothing is stored.
+func (c *Cache) abandon(f *fill, err error) {
+	f.finish(fmt.Errorf("%w: %s: %w", ErrFillFailed, f.d, err))
+	c.mu.Lock()
+	delete(c.fills, f.d.hex)
+	c.reserved -= f.reserved
+	c.mu.Unlock()
+	f.w.Close()
+	os.Remove(f.path) // readers keep their open handles; their reads fail on f.err
+	addCounter(c.m.fillsFailed, 1)
+	if errors.Is(err, ErrDigestMismatch) {
+		c.log.Warn("upstream content does not match its digest: served to nobody, not stored",
+			"route", c.cfg.Route, "digest", f.d.String(), "err", err)
+	}
+}
+
+// store renames a verified fill into place and indexes it, unless it was
+// purged or is larger than MaxSize; then it is just removed. A failure to
+// store is a fault; the readers already have their bytes.
+func (c *Cache) store(f *fill) {
+	defer addCounter(c.m.fillsOK, 1)
+	defer f.w.Close()
+	fi, err := f.w.Stat()
+	metaTmp := ""
+	if err == nil {
+		metaTmp, err = c.writeMeta(f.d, fi.Size(), f.header)
+	}
+	c.mu.Lock()
+	delete(c.fills, f.d.hex)
+	c.reserved -= f.reserved
+	if err == nil && !f.noStore {
+		err = c.installLocked(f, metaTmp, statOf(fi))
+	} else if err == nil {
+		err = errNotStored
+	}
+	c.mu.Unlock()
+	if err != nil {
+		os.Remove(f.path)
+		if metaTmp != "" {
+			os.Remove(metaTmp)
+		}
+		if !errors.Is(err, errNotStored) {
+			c.fault("store "+f.d.String(), err)
+		}
+	}
+}
+
+// errNotStored is store's note that a fill was not to be kept.
+var errNotStored = errors.New("not to be stored")
+
+// installLocked renames the content, then its metadata, into place and
+// indexes them. Called with c.mu held.
+func (c *Cache) installLocked(f *fill, metaTmp string, st fileStat) error {
+	dst := c.contentPath(f.d)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+		return err
+	}
+	if err := os.Rename(f.path, dst); err != nil {
+		return err
+	}
+	if err := os.Rename(metaTmp, c.metaPath(f.d)); err != nil {
+		os.Remove(dst)
+		return err
+	}
+	c.idx.add(&record{d: f.d, size: st.size, stat: st, verified: true, header: f.header,
+		lastUse: time.Now().UnixNano()})
+	c.evictLocked()
+	c.publishSize()
+	return nil
+}
+
+// join opens a reader of the fill. Called with Cache.mu held, while the
+// fill is in Cache.fills, so its file is still there.
+func (f *fill) join(ctx context.Context) (*Entry, error) {
+	r, err := os.Open(f.path)
+	if err != nil {
+		return nil, f.c.fault("open "+f.path, err)
+	}
+	return &Entry{c: f.c, d: f.d, f: r, fill: f, ctx: ctx, size: -1, closed: make(chan struct{})}, nil
+}
