@@ -58,6 +58,7 @@ type Cache struct {
 	unavailable error // why the directory could not be opened, nil when fine
 
 	counts      counts
+	hooks       hooks // tests only
 	faultLogged [len(faultReasons)]atomic.Int64 // unix nanos of the last Error line per reason
 	faultQuiet  [len(faultReasons)]atomic.Int64 // faults not logged since
 }
@@ -114,6 +115,13 @@ func newCache(cfg Config) *Cache {
 	}
 	c.publishSize()
 	return c
+}
+
+// hooks let tests synchronise on the cache's own steps; nil funcs do
+// nothing. Production code never sets them.
+type hooks struct {
+	joined func(d string) // a caller joined (or started) a fill, before its first byte
+	stored func(d string) // a fill ended: stored, or not to be kept
 }
 
 // Route is the route the cache belongs to (Config.Route).

@@ -119,6 +119,9 @@ func (c *Cache) joinOrStart(ctx context.Context, d digest, fetch FetchFunc) (*En
 		}
 	}
 	e, err := f.join(ctx)
+	if err == nil && c.hooks.joined != nil {
+		c.hooks.joined(d.String())
+	}
 	return e, err, false
 }
 

@@ -51,6 +51,9 @@ func (c *Cache) abandon(f *fill, err error) {
 	f.w.Close()
 	os.Remove(f.path) // readers keep their open handles; their reads fail on f.err
 	addCounter(c.m.fillsFailed, 1)
+	if c.hooks.stored != nil {
+		c.hooks.stored(f.d.String())
+	}
 	if errors.Is(err, ErrDigestMismatch) {
 		c.log.Warn("upstream content does not match its digest: served to nobody, not stored",
 			"route", c.cfg.Route, "digest", f.d.String(), "err", err)
@@ -63,6 +66,9 @@ func (c *Cache) abandon(f *fill, err error) {
 func (c *Cache) store(f *fill) {
 	defer addCounter(c.m.fillsOK, 1)
 	defer f.w.Close()
+	if c.hooks.stored != nil {
+		defer c.hooks.stored(f.d.String())
+	}
 	fi, err := f.w.Stat()
 	metaTmp := ""
 	if err == nil {
