@@ -163,8 +163,7 @@ func (f *fill) run(ctx context.Context, cancel context.CancelCauseFunc, fetch Fe
 		f.c.abandon(f, err)
 		return
 	}
-	f.finish(nil) // verified: readers may reach the end
-	f.c.store(f)
+	f.c.store(f) // verified: store it, then let the readers reach the end
 }
 
 // transfer fetches the content into the file and verifies it.

@@ -61,28 +61,14 @@ func (c *Cache) abandon(f *fill, err error) {
 }
 
 // store renames a verified fill into place and indexes it, unless it was
-// purged or is larger than MaxSize; then it is just removed. A failure to
-// store is a fault; the readers already have their bytes.
+// purged or is larger than MaxSize; then it is just removed. Then the
+// readers may reach the end: the bytes are verified, and a reader that saw
+// the end finds the content stored. A failure to store is a fault; the
+// readers still get their bytes.
 func (c *Cache) store(f *fill) {
-	defer addCounter(c.m.fillsOK, 1)
-	defer f.w.Close()
-	if c.hooks.stored != nil {
-		defer c.hooks.stored(f.d.String())
-	}
-	fi, err := f.w.Stat()
-	metaTmp := ""
-	if err == nil {
-		metaTmp, err = c.writeMeta(f.d, fi.Size(), f.header)
-	}
-	c.mu.Lock()
-	delete(c.fills, f.d.hex)
-	c.reserved -= f.reserved
-	if err == nil && !f.noStore {
-		err = c.installLocked(f, metaTmp, statOf(fi))
-	} else if err == nil {
-		err = errNotStored
-	}
-	c.mu.Unlock()
+	metaTmp, err := c.keep(f)
+	f.finish(nil)
+	f.w.Close()
 	if err != nil {
 		os.Remove(f.path)
 		if metaTmp != "" {
@@ -92,6 +78,32 @@ func (c *Cache) store(f *fill) {
 			c.fault("store "+f.d.String(), err)
 		}
 	}
+	addCounter(c.m.fillsOK, 1)
+	if c.hooks.stored != nil {
+		c.hooks.stored(f.d.String())
+	}
+}
+
+// keep writes the fill's metadata and installs both; it returns the
+// metadata's temporary name (to remove on failure) and errNotStored for
+// a fill not to be kept.
+func (c *Cache) keep(f *fill) (string, error) {
+	fi, err := f.w.Stat()
+	metaTmp := ""
+	if err == nil {
+		metaTmp, err = c.writeMeta(f.d, fi.Size(), f.header)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.fills, f.d.hex)
+	c.reserved -= f.reserved
+	switch {
+	case err != nil:
+		return metaTmp, err
+	case f.noStore:
+		return metaTmp, errNotStored
+	}
+	return metaTmp, c.installLocked(f, metaTmp, statOf(fi))
 }
 
 // errNotStored is store's note that a fill was not to be kept.
