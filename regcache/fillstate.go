@@ -103,15 +103,16 @@ func (c *Cache) keep(f *fill) (string, error) {
 	case f.noStore:
 		return metaTmp, errNotStored
 	}
-	return metaTmp, c.installLocked(f, metaTmp, statOf(fi))
+	return metaTmp, c.installLocked(f, metaTmp)
 }
 
 // errNotStored is store's note that a fill was not to be kept.
 var errNotStored = errors.New("not to be stored")
 
 // installLocked renames the content, then its metadata, into place and
-// indexes them. Called with c.mu held.
-func (c *Cache) installLocked(f *fill, metaTmp string, st fileStat) error {
+// indexes them, with the file's stat after the rename (which moves its
+// ctime). Called with c.mu held.
+func (c *Cache) installLocked(f *fill, metaTmp string) error {
 	dst := c.contentPath(f.d)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
 		return err
@@ -123,6 +124,13 @@ func (c *Cache) installLocked(f *fill, metaTmp string, st fileStat) error {
 		os.Remove(dst)
 		return err
 	}
+	fi, err := f.w.Stat()
+	if err != nil {
+		os.Remove(dst)
+		os.Remove(c.metaPath(f.d))
+		return err
+	}
+	st := statOf(fi)
 	c.idx.add(&record{d: f.d, size: st.size, stat: st, verified: true, header: f.header,
 		lastUse: time.Now().UnixNano()})
 	c.evictLocked()
