@@ -22,7 +22,8 @@ const lookupAttempts = 3
 // then returns ErrBypass). A file is verified (hashed, while concurrent
 // Gets of it wait) before it is first served after Open, and again
 // whenever its size, mtime or inode changed since. Content being filled
-// is not returned: Fill joins it. The caller closes the Entry.
+// is not returned: Fill joins it. After Close every Get misses. The
+// caller closes the Entry.
 func (c *Cache) Get(ctx context.Context, dgst string) (*Entry, bool) {
 	d, err := parseDigest(dgst)
 	if err != nil {
@@ -69,10 +70,13 @@ func (c *Cache) get(ctx context.Context, d digest) (_ *Entry, again bool) {
 	return c.verifyAndServe(ctx, r, f, st), false
 }
 
-// lookup finds d's record and marks it used.
+// lookup finds d's record and marks it used; nil after Close.
 func (c *Cache) lookup(d digest) *record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
 	r := c.idx.get(d)
 	if r != nil {
 		c.idx.touch(r)
