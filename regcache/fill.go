@@ -87,7 +87,7 @@ func (c *Cache) Fill(ctx context.Context, dgst string, fetch FetchFunc) (*Entry,
 		if e, ok := c.Get(ctx, dgst); ok {
 			return e, nil
 		}
-		e, err, again := c.joinOrStart(ctx, d, fetch)
+		e, again, err := c.joinOrStart(ctx, d, fetch)
 		if err != nil {
 			return nil, err
 		}
@@ -100,29 +100,29 @@ func (c *Cache) Fill(ctx context.Context, dgst string, fetch FetchFunc) (*Entry,
 
 // joinOrStart joins d's fill in flight or starts one; again means d is
 // stored (Get it).
-func (c *Cache) joinOrStart(ctx context.Context, d digest, fetch FetchFunc) (*Entry, error, bool) {
+func (c *Cache) joinOrStart(ctx context.Context, d digest, fetch FetchFunc) (_ *Entry, again bool, _ error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return nil, fmt.Errorf("%w: %w", ErrBypass, ErrClosed), false
+		return nil, false, fmt.Errorf("%w: %w", ErrBypass, ErrClosed)
 	case c.unavailable != nil:
-		return nil, c.unavailable, false
+		return nil, false, c.unavailable
 	case c.idx.get(d) != nil:
-		return nil, nil, true
+		return nil, true, nil
 	}
 	f := c.fills[d.hex]
 	if f == nil {
 		var err error
 		if f, err = c.startLocked(ctx, d, fetch); err != nil {
-			return nil, err, false
+			return nil, false, err
 		}
 	}
 	e, err := f.join(ctx)
 	if err == nil && c.hooks.joined != nil {
 		c.hooks.joined(d.String())
 	}
-	return e, err, false
+	return e, false, err
 }
 
 // startLocked creates d's temporary file and starts its fill. Called with
@@ -191,8 +191,8 @@ func (f *fill) transfer(ctx context.Context, cancel context.CancelCauseFunc, fet
 // served but not stored) and allocates the disk space, freeing stored
 // content once if the disk is full.
 func (c *Cache) reserve(f *fill, size int64) error {
-	if size < 0 {
-		return nil
+	if size <= 0 {
+		return nil // unknown, or nothing to allocate (fallocate refuses 0)
 	}
 	c.mu.Lock()
 	if size > c.maxSize {

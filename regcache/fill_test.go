@@ -255,3 +255,43 @@ func TestEntryCloseWakesReader(t *testing.T) {
 	}
 }
 
+
+// TestFillSizes: content of unknown length (Size -1 until the end) and
+// empty content are filled, stored and served like any other.
+func TestFillSizes(t *testing.T) {
+	tests := []struct {
+		name string
+		b    blob
+		size int64
+	}{
+		{name: "unknown length", b: newBlob(100<<10, 6), size: -1},
+		{name: "empty", b: newBlob(0, 0), size: 0},
+		{name: "one byte", b: newBlob(1, 6), size: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := openTest(t, "", 1<<30)
+			pr, pw := io.Pipe()
+			u := &upstream{b: tt.b, size: tt.size, body: func() io.ReadCloser { return pr }}
+			e, err := c.Fill(t.Context(), tt.b.digest, u.fetch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := max(tt.size, -1); tt.size != 0 && e.Size() != want {
+				t.Errorf("Size while filling = %d, want %d", e.Size(), want)
+			}
+			go func() { pw.Write(tt.b.data); pw.Close() }()
+			if got, err := readAll(e); err != nil || !bytes.Equal(got, tt.b.data) {
+				t.Fatalf("read %d bytes, %v", len(got), err)
+			}
+			hit, ok := c.Get(t.Context(), tt.b.digest)
+			if !ok {
+				t.Fatal("not stored")
+			}
+			defer hit.Close()
+			if hit.Size() != int64(len(tt.b.data)) {
+				t.Errorf("stored Size = %d, want %d", hit.Size(), len(tt.b.data))
+			}
+		})
+	}
+}
