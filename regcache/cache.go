@@ -58,7 +58,7 @@ type Cache struct {
 	unavailable error // why the directory could not be opened, nil when fine
 
 	counts      counts
-	hooks       hooks // tests only
+	hooks       hooks                           // tests only
 	faultLogged [len(faultReasons)]atomic.Int64 // unix nanos of the last Error line per reason
 	faultQuiet  [len(faultReasons)]atomic.Int64 // faults not logged since
 }
@@ -122,6 +122,7 @@ func newCache(cfg Config) *Cache {
 type hooks struct {
 	joined func(d string) // a caller joined (or started) a fill, before its first byte
 	stored func(d string) // a fill ended: stored, or not to be kept
+	waits  func(d string) // a reader waits for a fill's next change
 }
 
 // Route is the route the cache belongs to (Config.Route).

@@ -169,6 +169,9 @@ func (e *Entry) readAt(p []byte, off int64, full bool) (int, error) {
 // await waits for the fill's next change, the Entry's Close or its
 // context's end.
 func (e *Entry) await(wake <-chan struct{}) error {
+	if e.c.hooks.waits != nil {
+		e.c.hooks.waits(e.d.String())
+	}
 	select {
 	case <-wake:
 		return nil

@@ -255,7 +255,6 @@ func TestEntryCloseWakesReader(t *testing.T) {
 	}
 }
 
-
 // TestFillSizes: content of unknown length (Size -1 until the end) and
 // empty content are filled, stored and served like any other.
 func TestFillSizes(t *testing.T) {
@@ -293,5 +292,52 @@ func TestFillSizes(t *testing.T) {
 				t.Errorf("stored Size = %d, want %d", hit.Size(), len(tt.b.data))
 			}
 		})
+	}
+}
+
+// TestReaderGetsNoEndBeforeVerdict: a reader that has every announced
+// byte of a fill still gets no io.EOF until the digest was checked; when
+// it does not match, the reader gets the mismatch. (A reader that caught
+// up with the upstream must not see a clean end of wrong bytes.)
+func TestReaderGetsNoEndBeforeVerdict(t *testing.T) {
+	c := openTest(t, "", 1<<30)
+	waiting, onWait := signals(10)
+	c.hooks = hooks{waits: onWait}
+	b := newBlob(64<<10, 14)
+	wrong := bytes.Clone(b.data)
+	wrong[100] ^= 1
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() }) // before c.Close, which waits for the fill
+	u := &upstream{b: b, body: func() io.ReadCloser { return pr }}
+	e, err := c.Fill(t.Context(), b.digest, u.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := pw.Write(wrong); err != nil { // every byte, the body not yet ended
+		t.Fatal(err)
+	}
+	if _, err := e.ReadAt(make([]byte, len(wrong)), 0); err != nil {
+		t.Fatal(err)
+	}
+	for len(waiting) > 0 { // the waits of that ReadAt
+		<-waiting
+	}
+	if _, err := e.Seek(int64(len(wrong)), io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := e.Read(make([]byte, 1))
+		done <- err
+	}()
+	select {
+	case <-waiting: // at the end of the bytes, waiting for the verdict
+	case err := <-done:
+		t.Fatalf("Read at the end of the bytes before the verdict: %v, want it to wait", err)
+	}
+	pw.Close()
+	if err := <-done; !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("Read at the end of wrong bytes: %v, want ErrDigestMismatch", err)
 	}
 }

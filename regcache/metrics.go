@@ -25,7 +25,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: counter("snigate_cache_requests_total",
 			"Requests for cacheable content, by result: hit, miss, bypass or offline.", "result"),
-		bytes: gauge("snigate_cache_bytes", "Bytes of content stored in the cache."),
+		bytes:   gauge("snigate_cache_bytes", "Bytes of content stored in the cache."),
 		entries: gauge("snigate_cache_entries", "Digests stored in the cache."),
 		upstreamBytes: counter("snigate_cache_upstream_bytes_total",
 			"Bytes fetched from upstream to fill the cache."),

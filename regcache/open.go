@@ -139,4 +139,3 @@ func hasEntry(ents []os.DirEntry, name string) bool {
 	})
 	return found
 }
-

@@ -144,4 +144,3 @@ func TestMetadataCorruptRefetched(t *testing.T) {
 		t.Errorf("Corrupt = %d, want 1", c.Stats().Corrupt)
 	}
 }
-
