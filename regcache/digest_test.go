@@ -56,3 +56,22 @@ func TestDigestMatches(t *testing.T) {
 		t.Fatal("the sum of other content matches the digest")
 	}
 }
+
+// FuzzParseDigest: digests come from clients' paths. Whatever is
+// accepted is exactly "<algo>:<lowercase hex of its length>" and names a
+// file inside the cache's directory.
+func FuzzParseDigest(f *testing.F) {
+	for _, s := range []string{"sha256:" + strings.Repeat("a", 64), "sha512:" + strings.Repeat("0", 128),
+		"sha256:../" + strings.Repeat("a", 61), "sha256:", ":", "sha256:A"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDigest(s)
+		if err != nil {
+			return
+		}
+		if d.String() != s || len(d.hex) != hexLen[d.algo] || strings.ContainsAny(d.hex, "./\\") {
+			t.Fatalf("parseDigest(%q) accepted %+v", s, d)
+		}
+	})
+}
