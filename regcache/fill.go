@@ -112,7 +112,7 @@ func (c *Cache) joinOrStart(ctx context.Context, d digest, fetch FetchFunc) (_ *
 		return nil, true, nil
 	}
 	f := c.fills[d.hex]
-	if f == nil {
+	if f == nil || f.failed() { // a failed fill is on its way out: start anew
 		var err error
 		if f, err = c.startLocked(ctx, d, fetch); err != nil {
 			return nil, false, err

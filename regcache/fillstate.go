@@ -41,12 +41,29 @@ func (f *fill) state() (written int64, done bool, err error, wake <-chan struct{
 	return f.written, f.done, f.err, f.wake
 }
 
+// failed reports whether the fill has failed.
+func (f *fill) failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err != nil
+}
+
+// forgetLocked takes the fill out of Cache.fills (unless a new fill of the
+// digest took its place) and releases its reservation. Called with
+// Cache.mu held.
+func (c *Cache) forgetLocked(f *fill) {
+	if c.fills[f.d.hex] == f {
+		delete(c.fills, f.d.hex)
+	}
+	c.reserved -= f.reserved
+	f.reserved = 0
+}
+
 // abandon ends a failed fill: every reader fails, nothing is stored.
 func (c *Cache) abandon(f *fill, err error) {
 	f.finish(fmt.Errorf("%w: %s: %w", ErrFillFailed, f.d, err))
 	c.mu.Lock()
-	delete(c.fills, f.d.hex)
-	c.reserved -= f.reserved
+	c.forgetLocked(f)
 	c.mu.Unlock()
 	f.w.Close()
 	os.Remove(f.path) // readers keep their open handles; their reads fail on f.err
@@ -95,8 +112,7 @@ func (c *Cache) keep(f *fill) (string, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.fills, f.d.hex)
-	c.reserved -= f.reserved
+	c.forgetLocked(f)
 	switch {
 	case err != nil:
 		return metaTmp, err
