@@ -71,7 +71,7 @@ var snigateCommands = map[string][]string{
 	"run":     {"-c", "--log-format", "--log-level"},
 	"check":   {"-c", "--probe"},
 	"demo":    {"--keep"},
-	"ca":      {"init", "--out", "--name", "--force"}, // --name: an extension (cmd/snigate usage)
+	"ca":      {"init", "--out", "--name", "--force", "issue-node", "--ca", "--days"}, // --name, issue-node: extensions (cmd/snigate usage)
 	"ctl":     {"--admin", "upstreams", "set"},
 	"version": {},
 }

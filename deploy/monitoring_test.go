@@ -57,6 +57,7 @@ var knownMetrics = map[string][]string{
 	"snigate_build_info":                                   {"version", "revision", "goversion"},
 	"snigate_pending_handshakes":                           {"kind"},
 	"snigate_upstream_dials_in_progress":                   {"route"},
+	"snigate_client_auth_failures_total":                   {"route", "reason"},
 	// client_golang's Go and process collectors
 	"process_open_fds":              {},
 	"process_max_fds":               {},

@@ -14,10 +14,12 @@ import (
 
 const (
 	hostsTomlPath = "node/containerd/certs.d/registry.example.test/hosts.toml"
-	hostsPath     = "node/hosts"
-	resolvPath    = "node/resolv.conf"
-	resolvedPath  = "node/systemd-resolved/snigate.conf"
-	nftPath       = "node/nftables-admin.nft"
+	// nodeHostsTomlPath: the same, presenting the kubelet's certificate (serve.client_ca).
+	nodeHostsTomlPath = "node/containerd/node-identity/registry.example.test/hosts.toml"
+	hostsPath         = "node/hosts"
+	resolvPath        = "node/resolv.conf"
+	resolvedPath      = "node/systemd-resolved/snigate.conf"
+	nftPath           = "node/nftables-admin.nft"
 )
 
 // containerdHosts mirrors containerd's hosts.toml (docs/hosts.md in
@@ -41,6 +43,29 @@ type containerdHost struct {
 	Header       map[string]any `toml:"header"`
 	OverridePath *bool          `toml:"override_path"`
 	DialTimeout  string         `toml:"dial_timeout"`
+}
+
+// TestContainerdHostsTomlNodeIdentity: the node identity recipe is the
+// plain one plus the kubelet's combined PEM as the client certificate.
+func TestContainerdHostsTomlNodeIdentity(t *testing.T) {
+	var plain, node containerdHosts
+	for path, h := range map[string]*containerdHosts{hostsTomlPath: &plain, nodeHostsTomlPath: &node} {
+		dec := toml.NewDecoder(bytes.NewReader(readFile(t, path)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(h); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	host, ok := node.Host[node.Server]
+	if node.Server != plain.Server || !ok {
+		t.Fatalf("%s: server %q and its [host] section; want those of %s (%q)", nodeHostsTomlPath, node.Server, hostsTomlPath, plain.Server)
+	}
+	if want := plain.Host[plain.Server].CA; host.CA != want {
+		t.Errorf("ca = %v, want %v as in %s", host.CA, want, hostsTomlPath)
+	}
+	if host.Client != "/var/lib/kubelet/pki/kubelet-client-current.pem" {
+		t.Errorf("client = %v: want the kubelet's rotating combined PEM", host.Client)
+	}
 }
 
 func bastionGatewayConfig(t *testing.T) *gatewayConfig {

@@ -74,6 +74,10 @@ type serveConfig struct {
 	Key    string `json:"key"`
 	CACert string `json:"ca_cert"`
 	CAKey  string `json:"ca_key"`
+	// Node identity (interface.md routes[].serve.client_ca).
+	ClientCA    string   `json:"client_ca"`
+	ClientNames []string `json:"client_names"`
+	ClientCRL   string   `json:"client_crl"`
 }
 
 type upTLSConfig struct {

@@ -35,6 +35,10 @@ type bridgeTarget struct {
 	connErr error
 	early   []byte // application data the upstream sent during the probe
 
+	authErr     error  // why the route's ClientAuth refused the client's certificate
+	authResumed bool   // ... in a resumed session
+	node        string // the identity ClientAuth accepted, the session's once the handshake is done
+
 	hello    *tls.ClientHelloInfo // the client's, for a dial after its handshake
 	deferred bool                 // the upstream is dialed after the client's handshake
 	promised string               // the protocol the client was given then
@@ -83,6 +87,7 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 		t.handshakeFailed(err)
 		return
 	}
+	t.ss.node = t.node // only now: TLS 1.3 checks the key's signature after VerifyConnection
 	if pc.Peeked == nil {
 		t.ss.releaseHello()
 	}
@@ -122,6 +127,9 @@ func (t *bridgeTarget) handshakeFailed(err error) {
 	case t.connErr != nil:
 		t.s.connectFailed(t.ss, t.connErr)
 		return
+	case t.authErr != nil:
+		t.clientAuthFailed()
+		return
 	}
 	res := resultClientError
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
@@ -151,11 +159,11 @@ func bridgeConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	t.hello = hello
 	if t.ss.route.Handler != nil {
-		return t.ss.route.handlerConfig(), nil
+		return t.handlerConfig(), nil
 	}
 	if proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos); ok && t.up == nil && t.ss.route.available() {
 		t.deferred, t.promised = true, proto
-		return t.ss.route.serveConfig(proto), nil
+		return t.serveConfig(proto), nil
 	}
 	if t.up == nil {
 		c, release, err := t.s.boundedConnect(hello.Context(), t.ss, t.dialTLS(hello))
@@ -165,7 +173,7 @@ func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config,
 		}
 		t.up, t.release = c.(*tls.Conn), release
 	}
-	return t.ss.route.serveConfig(t.up.ConnectionState().NegotiatedProtocol), nil
+	return t.serveConfig(t.up.ConnectionState().NegotiatedProtocol), nil
 }
 
 // availability is the optional capability of a route's Upstreams that

@@ -127,10 +127,11 @@ func (t *bridgeTarget) serveHandler(h BridgeHandler, client *tls.Conn) (string, 
 }
 
 // handlerConfig is the client leg's configuration for a route with a
-// Handler: the handler's protocols, chosen by the server's preference.
-func (r *Route) handlerConfig() *tls.Config {
-	cfg := r.serveConfig("")
-	cfg.NextProtos = r.Handler.NextProtos()
+// Handler: the connection's (client certificates included), offering the
+// handler's protocols, chosen by the server's preference.
+func (t *bridgeTarget) handlerConfig() *tls.Config {
+	cfg := t.serveConfig("")
+	cfg.NextProtos = t.ss.route.Handler.NextProtos()
 	return cfg
 }
 
@@ -141,6 +142,7 @@ func (t *bridgeTarget) serveTerminated(h BridgeHandler, pc *tcpproxy.Conn, clien
 		t.handshakeFailed(err)
 		return
 	}
+	t.ss.node = t.node // only now: TLS 1.3 checks the key's signature after VerifyConnection
 	if pc.Peeked == nil {
 		t.ss.releaseHello()
 	}

@@ -18,6 +18,10 @@
 //     Then Route.BridgeFunc, or a plain copy, moves the bytes. A route
 //     with a Handler (BridgeHandler) dials nothing per connection: the
 //     handler serves the terminated connection (the HTTP-aware bridge).
+//     With Route.ClientAuth the client must present a certificate that
+//     chains to its CAs (clientAuth, valid, not revoked, named like Names),
+//     checked in VerifyConnection for resumed sessions too; the node's
+//     identity (NodeIdentity) then appears as node= in the log line.
 //
 // ServeConnect accepts "CONNECT host:port" only for a routed name on a
 // TLS listener port, answers 200, then handles the tunnel exactly as a TLS

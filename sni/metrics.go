@@ -22,6 +22,7 @@ type Metrics struct {
 	pending        *prometheus.GaugeVec     // kind
 	pendingByKind  [2]prometheus.Gauge      // pending's tls and connect children
 	dialsActive    *prometheus.GaugeVec     // route
+	clientAuth     *prometheus.CounterVec   // route, reason
 
 	// unrouted caches connections' children of connections that ended
 	// before a route was chosen (route ""), as routeMetrics.ended does for
@@ -98,10 +99,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_upstream_dials_in_progress",
 			Help: "Upstream dials of bridge routes in progress (TCP plus the upstream TLS handshake, retries included), bounded by max_dials.",
 		}, []string{"route"}),
+		clientAuth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_client_auth_failures_total",
+			Help: "Client certificates refused in the handshake on bridge routes with serve.client_ca, by reason (no_certificate, unknown_ca, expired, wrong_usage, revoked, name_not_allowed, bad_certificate).",
+		}, []string{"route", "reason"}),
 	}
 	m.pendingByKind = [2]prometheus.Gauge{m.pending.WithLabelValues(kindTLS), m.pending.WithLabelValues(kindConnect)}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures, m.pending, m.dialsActive)
+		reg.MustRegister(m.connections, m.active, m.bytes, m.connectSeconds, m.helloSeconds, m.durationSecs, m.dialFailures, m.pending, m.dialsActive, m.clientAuth)
 	}
 	return m
 }
@@ -120,13 +125,14 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.durationSecs.DeletePartialMatch(l)
 	m.dialFailures.DeletePartialMatch(l)
 	m.dialsActive.DeletePartialMatch(l)
+	m.clientAuth.DeletePartialMatch(l)
 }
 
 // Results a connection can end with, for creating the series at 0.
 var (
 	// routedResults end a connection after a route was chosen.
 	routedResults = []string{resultOK, resultNoUpstream, resultUpstreamError, resultIdle, resultClientError, resultShutdown,
-		resultTLSVersion, resultNoCipher, resultNameRefused, resultMintLimit, resultDialLimit}
+		resultTLSVersion, resultNoCipher, resultNameRefused, resultMintLimit, resultDialLimit, resultClientCert}
 	// unroutedResults end one before (route ""), on every listener.
 	unroutedResults = []string{resultNotTLS, resultPlainHTTP, resultTimeout, resultTooLarge, resultBadHello,
 		resultUnknownSNI, resultBadSNI, resultDenied, resultLimit, resultClientLimit, resultHandshakeLimit, resultProxyHeader, resultClientError, resultShutdown}
@@ -173,6 +179,32 @@ func (m *Metrics) InitRoute(route string, upstreams, listeners []string) {
 	m.durationSecs.WithLabelValues(route)
 	for _, u := range upstreams {
 		m.dialFailures.WithLabelValues(route, u).Add(0)
+	}
+}
+
+// InitClientAuth creates at 0 the snigate_client_auth_failures_total
+// series of route, one per reason; call it for routes with ClientAuth.
+// DeleteRoute removes them with the route.
+func (m *Metrics) InitClientAuth(route string) {
+	if m == nil {
+		return
+	}
+	for _, r := range clientAuthReasons {
+		m.clientAuth.WithLabelValues(route, r).Add(0)
+	}
+}
+
+// DeleteClientAuth removes those series when a reload took client_ca
+// off a route that stays.
+func (m *Metrics) DeleteClientAuth(route string) {
+	if m != nil {
+		m.clientAuth.DeletePartialMatch(prometheus.Labels{"route": route})
+	}
+}
+
+func (m *Metrics) clientAuthFailure(route, reason string) {
+	if m != nil {
+		m.clientAuth.WithLabelValues(route, reason).Inc()
 	}
 }
 

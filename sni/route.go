@@ -85,6 +85,9 @@ type Route struct {
 	// and trust they were made with. NextProtos and MinVersion are set by
 	// snigate, and ServerName when "".
 	UpstreamTLSFunc func() *tls.Config
+	// ClientAuth, bridge only: the client certificate nodes must present
+	// (node identity); nil: none is asked.
+	ClientAuth *ClientAuth
 	// BridgeFunc, bridge only: nil copies bytes both ways.
 	BridgeFunc BridgeFunc
 	// Handler, bridge only, when set, serves the terminated node
@@ -213,8 +216,8 @@ func validateSplice(r *Route) error {
 	default:
 		return fmt.Errorf("proxy_protocol %q: want \"\", \"v1\" or \"v2\"", r.ProxyProtocol)
 	}
-	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil || r.Handler != nil {
-		return errors.New("serve, upstream_tls, BridgeFunc and Handler apply to bridge routes only")
+	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil || r.Handler != nil || r.ClientAuth != nil {
+		return errors.New("serve, upstream_tls, ClientAuth, BridgeFunc and Handler apply to bridge routes only")
 	}
 	return nil
 }
@@ -225,6 +228,14 @@ func validateBridge(r *Route) error {
 	}
 	if r.ProxyProtocol != "" {
 		return errors.New("proxy_protocol applies to splice routes only")
+	}
+	if r.ClientAuth != nil && r.ClientAuth.CAs == nil {
+		return errors.New("ClientAuth: CAs is required (the bundle client certificates must chain to)")
+	}
+	for _, p := range r.ClientAuth.names() {
+		if err := names.CheckIdentityPattern(p); err != nil {
+			return fmt.Errorf("ClientAuth names %q: %w", p, err)
+		}
 	}
 	return nil
 }

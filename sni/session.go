@@ -62,7 +62,9 @@ type session struct {
 	route    *Route
 	rm       *routeMetrics
 	upstream string
-	node     string // the node's identity from its client certificate
+	// node is the client's identity (NodeIdentity of its certificate) on
+	// a route with ClientAuth, set once its handshake succeeded; "" else.
+	node     string
 	up, down atomic.Int64
 	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
 	splice   spliceTunnel
@@ -411,9 +413,12 @@ func (s *Server) finish(ss *session) {
 	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("listener", ss.listener),
-		slog.String("client", ss.clientString()),
+	attrs := make([]slog.Attr, 0, 14)
+	attrs = append(attrs, slog.String("listener", ss.listener), slog.String("client", ss.clientString()))
+	if ss.route != nil && ss.route.ClientAuth != nil {
+		attrs = append(attrs, slog.String("node", ss.node))
+	}
+	attrs = append(attrs,
 		slog.String("sni", ss.hello.ServerName),
 		slog.String("route", ss.routeName()),
 		slog.String("mode", mode),
@@ -422,7 +427,7 @@ func (s *Server) finish(ss *session) {
 		slog.Int64("bytes_up", ss.up.Load()),
 		slog.Int64("bytes_down", ss.down.Load()),
 		slog.Duration("duration", d),
-	}
+	)
 	if err != nil {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
@@ -446,10 +451,12 @@ func (s *Server) finish(ss *session) {
 // connection (253 MB in 30 s at the cap). Their
 // connection lines are rate-limited per result, with the count held
 // back; snigate_connections_total counts every one. A bridge route's
-// dial_limit and mint_limit are floods from one client too.
+// dial_limit and mint_limit are floods from one client too, and so are
+// refused client certificates (client_cert_refused; the Warn line and
+// snigate_client_auth_failures_total give the reason).
 func refusal(result string) bool {
 	switch result {
-	case resultLimit, resultDenied, resultShutdown, resultClientLimit, resultHandshakeLimit, resultDialLimit, resultMintLimit:
+	case resultLimit, resultDenied, resultShutdown, resultClientLimit, resultHandshakeLimit, resultDialLimit, resultMintLimit, resultClientCert:
 		return true
 	}
 	return false

@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
@@ -30,8 +32,11 @@ const usage = `usage:
   snigate check -c FILE [--probe]
   snigate demo  [--keep]
   snigate ca init --out DIR [--name NAME ...] [--force]
+  snigate ca issue-node NAME --ca DIR --out DIR [--days N] [--force]
   snigate ctl [--admin ADDR] upstreams
   snigate ctl [--admin ADDR] set ROUTE UPSTREAM STATE    (STATE: ready | drain | maint)
+  snigate node-config -c FILE [--out DIR] [--runtime containerd|docker|podman]
+  snigate doctor NAME [--ca FILE] [--dns ADDR]
   snigate version
 `
 
@@ -54,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmds := map[string]func([]string, io.Writer, io.Writer) int{
 		"run": cmdRun, "check": cmdCheck, "demo": cmdDemo, "ca": cmdCA,
 		"ctl": cmdCtl, "version": cmdVersion,
+		"node-config": cmdNodeConfig, "doctor": cmdDoctor,
 	}
 	if f := cmds[args[0]]; f != nil {
 		return f(args[1:], stdout, stderr)
@@ -157,8 +163,11 @@ func (s *stringList) String() string     { return fmt.Sprint(*s) }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func cmdCA(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "issue-node" {
+		return cmdIssueNode(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "init" {
-		fmt.Fprintf(stderr, "snigate ca: want \"ca init --out DIR\"\n%s", usage)
+		fmt.Fprintf(stderr, "snigate ca: want \"ca init --out DIR\" or \"ca issue-node NAME --ca DIR --out DIR\"\n%s", usage)
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("ca init", flag.ContinueOnError)
@@ -177,6 +186,40 @@ func cmdCA(args []string, stdout, stderr io.Writer) int {
 		return failure(stderr, "ca init", err)
 	}
 	fmt.Fprint(stdout, certs.InitCASummary(*out, names))
+	return exitOK
+}
+
+// cmdIssueNode is `snigate ca issue-node NAME`: a kubelet-style client
+// certificate for a node, for routes with serve.client_ca.
+func cmdIssueNode(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ca issue-node", flag.ContinueOnError)
+	caDir := fs.String("ca", "", "directory of the node CA's ca.crt and ca.key (snigate ca init) (required)")
+	out := fs.String("out", "", "directory for NAME.crt and NAME.key (required)")
+	days := fs.Int("days", int(certs.DefaultNodeValidity/(24*time.Hour)), "validity in days")
+	force := fs.Bool("force", false, "overwrite an existing NAME.crt/NAME.key")
+	name := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if !parse(fs, args, stderr) {
+		return exitUsage
+	}
+	if name == "" && fs.NArg() == 1 {
+		name = fs.Arg(0)
+	} else if fs.NArg() > 0 || name == "" {
+		fmt.Fprintln(stderr, "snigate ca issue-node: want exactly one NAME (the node's name): snigate ca issue-node NAME --ca DIR --out DIR")
+		return exitUsage
+	}
+	if *caDir == "" || *out == "" || *days < 1 {
+		fmt.Fprintln(stderr, "snigate ca issue-node: --ca DIR and --out DIR are required, and --days must be at least 1")
+		return exitUsage
+	}
+	certPath, keyPath, err := certs.IssueNode(certs.IssueNodeConfig{Name: name, CADir: *caDir, Out: *out,
+		Validity: time.Duration(*days) * 24 * time.Hour, Force: *force})
+	if err != nil {
+		return failure(stderr, "ca issue-node", err)
+	}
+	fmt.Fprint(stdout, certs.IssueNodeSummary(name, *caDir, certPath, keyPath))
 	return exitOK
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,8 @@ routes:
 		{name: "ctl bad state", args: []string{"ctl", "set", "a", "b", "sleeping"}, want: 2, wantStderr: []string{"sleeping"}},
 		{name: "ca without init", args: []string{"ca"}, want: 2, wantStderr: []string{"ca init"}},
 		{name: "ca init without out", args: []string{"ca", "init"}, want: 2, wantStderr: []string{"--out"}},
+		{name: "ca issue-node without NAME", args: []string{"ca", "issue-node", "--ca", "x", "--out", "y"}, want: 2, wantStderr: []string{"exactly one NAME"}},
+		{name: "ca issue-node without --ca", args: []string{"ca", "issue-node", "w1", "--out", "y"}, want: 2, wantStderr: []string{"--ca DIR and --out DIR are required"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,5 +101,35 @@ func TestCAInit(t *testing.T) {
 	stderr.Reset()
 	if got := run([]string{"ca", "init", "--out", dir}, &stdout, &stderr); got != 1 || !strings.Contains(stderr.String(), "--force") {
 		t.Errorf("second ca init = %d, %s; want a refusal naming --force", got, &stderr)
+	}
+}
+
+// TestCAIssueNode: ca issue-node writes a kubelet-style node certificate
+// signed by the CA and prints the hosts.toml and client_ca lines.
+func TestCAIssueNode(t *testing.T) {
+	dir := t.TempDir()
+	caDir, out := filepath.Join(dir, "nodes-ca"), filepath.Join(dir, "nodes")
+	var stdout, stderr bytes.Buffer
+	if got := run([]string{"ca", "init", "--out", caDir}, &stdout, &stderr); got != 0 {
+		t.Fatalf("ca init = %d: %s", got, &stderr)
+	}
+	stdout.Reset()
+	if got := run([]string{"ca", "issue-node", "worker-1", "--ca", caDir, "--out", out, "--days", "30"}, &stdout, &stderr); got != 0 {
+		t.Fatalf("ca issue-node = %d: %s", got, &stderr)
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(out, "worker-1.crt"), filepath.Join(out, "worker-1.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cn := pair.Leaf.Subject.CommonName; cn != "system:node:worker-1" {
+		t.Errorf("CN %q, want system:node:worker-1", cn)
+	}
+	for _, want := range []string{`client = [["worker-1.crt", "worker-1.key"]]`, "client_ca: " + filepath.Join(caDir, "ca.crt")} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, &stdout)
+		}
+	}
+	if got := run([]string{"ca", "issue-node", "Bad_Name", "--ca", caDir, "--out", out}, &stdout, &stderr); got != 1 || !strings.Contains(stderr.String(), "want a Kubernetes node name") {
+		t.Errorf("bad name = %d, %s; want a refusal that says what a node name is", got, &stderr)
 	}
 }

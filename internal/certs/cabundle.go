@@ -18,7 +18,7 @@ import (
 type CABundleConfig struct {
 	File  string // PEM file of one or more CERTIFICATE blocks; required
 	Route string // label for metrics and logs
-	Role  string // RoleUpstreamCA or RoleServeCA; required
+	Role  string // RoleUpstreamCA, RoleServeCA or RoleClientCA; required
 
 	Logger  *slog.Logger // nil: slog.Default()
 	Metrics *Metrics     // nil: no metrics
@@ -50,8 +50,8 @@ func NewCABundle(cfg CABundleConfig) (*CABundle, error) {
 	switch {
 	case cfg.File == "":
 		return nil, fmt.Errorf("certs: CA bundle for route %q (%s): want a file name", cfg.Route, cfg.Role)
-	case cfg.Role != RoleUpstreamCA && cfg.Role != RoleServeCA:
-		return nil, fmt.Errorf("certs: CA bundle role %q: want %q or %q", cfg.Role, RoleUpstreamCA, RoleServeCA)
+	case cfg.Role != RoleUpstreamCA && cfg.Role != RoleServeCA && cfg.Role != RoleClientCA:
+		return nil, fmt.Errorf("certs: CA bundle role %q: want %q, %q or %q", cfg.Role, RoleUpstreamCA, RoleServeCA, RoleClientCA)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -78,6 +78,7 @@ func NewCABundle(cfg CABundleConfig) (*CABundle, error) {
 // sequence of bundles this CABundle has used (1 for the first).
 type bundleState struct {
 	pool    *x509.CertPool
+	certs   []*x509.Certificate
 	version uint64
 }
 
@@ -93,6 +94,10 @@ func (b *CABundle) Snapshot() (*x509.CertPool, uint64) {
 	return s.pool, s.version
 }
 
+// Certificates are the certificates of the bundle in use, in file order
+// (what a CRL may be signed by). The slice must not be modified.
+func (b *CABundle) Certificates() []*x509.Certificate { return b.cur.Load().certs }
+
 func (b *CABundle) use(data []byte, certs []*x509.Certificate) {
 	pool := x509.NewCertPool()
 	for _, c := range certs {
@@ -103,7 +108,7 @@ func (b *CABundle) use(data []byte, certs []*x509.Certificate) {
 	if prev := b.cur.Load(); prev != nil {
 		version = prev.version + 1
 	}
-	b.cur.Store(&bundleState{pool: pool, version: version})
+	b.cur.Store(&bundleState{pool: pool, certs: certs, version: version})
 	b.cfg.Metrics.setExpiry(b.cfg.Route, b.cfg.Role, earliestExpiry(certs))
 }
 

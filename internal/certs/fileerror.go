@@ -18,7 +18,7 @@ const (
 // to change, without the route and role.
 type FileError struct {
 	Route string // MinterConfig.Route, KeyPairConfig.Route, CABundleConfig.Route
-	Role  string // RoleServe, RoleClient, RoleServeCA or RoleUpstreamCA
+	Role  string // RoleServe, RoleClient, RoleServeCA, RoleUpstreamCA, RoleClientCA or RoleClientCRL
 	Field string // FieldCert, FieldKey or FieldNames
 	Index int    // FieldNames: the index in MinterConfig.Names; otherwise 0
 	Err   error

@@ -13,6 +13,8 @@ const (
 	RoleClient     = "client"      // upstream_tls.cert/key: the edge client certificate
 	RoleServeCA    = "serve_ca"    // serve.ca_cert/ca_key: the CA a Minter signs with
 	RoleUpstreamCA = "upstream_ca" // upstream_tls.ca: the bundle upstreams are verified against
+	RoleClientCA   = "client_ca"   // serve.client_ca: the bundle node client certificates must chain to
+	RoleClientCRL  = "client_crl"  // serve.client_crl: the CRL that revokes node certificates (expiry: its NextUpdate)
 )
 
 // Metrics are the certificate series. Build them once per process with

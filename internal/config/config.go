@@ -178,6 +178,16 @@ type Serve struct {
 	// CipherSuites are the TLS 1.2 suites the client leg accepts; nil: the
 	// AEAD-only default (sni.DefaultServeCipherSuites).
 	CipherSuites []uint16
+	// ClientCA is the PEM bundle node client certificates must chain to
+	// (interface.md "Node identity"); "": no client certificate is asked.
+	ClientCA string
+	// ClientNames are the identities allowed (names.CheckIdentityPattern),
+	// matched against the subject CN, DNS and URI SANs; nil: any
+	// certificate that chains to ClientCA. Set only with ClientCA.
+	ClientNames []string
+	// ClientCRL is a PEM CRL signed by a certificate of ClientCA; "":
+	// none. Set only with ClientCA.
+	ClientCRL string
 }
 
 // Minting reports whether the route mints its certificates from a CA.

@@ -387,7 +387,7 @@ routes:
 		"  - name: b\n    sni: [b.example.com]\n    mode: bridge\n    upstreams: [\"10.0.0.1:443\"]\n    serve: {ca_key: ca.key, crt: x}\n    upstream_tls: {}\n", want: []string{
 		"snigate.yaml:8: routes[0].serve.key: required with routes[0].serve.cert: the file holding its private key",
 		"snigate.yaml:9: routes[0].upstream_tls.cert: required with routes[0].upstream_tls.key: the certificate file",
-		`snigate.yaml:14: routes[1].serve.crt: unknown key (did you mean "cert"?); allowed here: cert, key, ca_cert, ca_key, key_exchanges, min_version, cipher_suites`,
+		`snigate.yaml:14: routes[1].serve.crt: unknown key (did you mean "cert"?); allowed here: cert, key, ca_cert, ca_key, key_exchanges, min_version, cipher_suites, client_ca, client_names, client_crl`,
 		"snigate.yaml:14: routes[1].serve.ca_cert: required with routes[1].serve.ca_key: the certificate file",
 	}},
 	{name: "missing files", yaml: bridgeWith(`    serve: {cert: missing.crt, key: /nonexistent/serve.key}

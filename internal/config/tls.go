@@ -9,7 +9,10 @@ import (
 // serve parses a bridge route's serve: section: exactly one of cert+key
 // and ca_cert+ca_key, and the files they name.
 func (p *parser) serve(route fields, mode string) Serve {
-	if mode == ModeSplice && p.notInMode(route, "serve", mode, ModeBridge) {
+	if mode == ModeSplice {
+		if !p.spliceClientAuth(route) {
+			p.notInMode(route, "serve", mode, ModeBridge)
+		}
 		return Serve{}
 	}
 	if route.get("serve") == nil {
@@ -20,9 +23,10 @@ func (p *parser) serve(route fields, mode string) Serve {
 		return Serve{}
 	}
 	f := p.mapping(route.get("serve"), route.key("serve"), route.keyLine("serve"), "cert", "key", "ca_cert", "ca_key", "key_exchanges",
-		"min_version", "cipher_suites")
+		"min_version", "cipher_suites", "client_ca", "client_names", "client_crl")
 	s := Serve{Cert: p.pathAt(f, "cert"), Key: p.pathAt(f, "key"), CACert: p.pathAt(f, "ca_cert"), CAKey: p.pathAt(f, "ca_key"),
 		KeyExchanges: p.keyExchanges(f), MinVersion: p.minVersion(f), CipherSuites: p.cipherSuites(f)}
+	p.clientAuth(f, &s)
 	leaf, ca := s.Cert != "" || s.Key != "", s.CACert != "" || s.CAKey != ""
 	switch {
 	case leaf && ca:

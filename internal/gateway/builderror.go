@@ -18,6 +18,8 @@ var fileKeys = map[[2]string]string{
 	{certs.RoleClient, certs.FieldCert}:     "upstream_tls.cert",
 	{certs.RoleClient, certs.FieldKey}:      "upstream_tls.key",
 	{certs.RoleUpstreamCA, certs.FieldCert}: "upstream_tls.ca",
+	{certs.RoleClientCA, certs.FieldCert}:   "serve.client_ca",
+	{certs.RoleClientCRL, certs.FieldCert}:  "serve.client_crl",
 }
 
 // buildError turns what the builders of route i refused into a

@@ -60,7 +60,7 @@ func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 // no socket and starts no worker; what it built is dropped.
 func checkBuild(cfg *config.Config) error {
 	discard := slog.New(slog.DiscardHandler)
-	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry()}
+	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry(), dryRun: true}
 	return g.assemble(cfg)
 }
 
@@ -93,7 +93,40 @@ func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	}
 	wg.Wait()
 	sortRows(cfg, rows)
-	return writeProbeTable(w, rows, routed)
+	err = writeProbeTable(w, rows, routed)
+	for _, n := range nodeIdentityNotes(cfg) {
+		fmt.Fprintln(w, n)
+	}
+	httpFailed, herr := probeHTTPRoutes(ctx, cfg, w)
+	switch {
+	case herr != nil:
+		return herr
+	case err == nil && httpFailed:
+		return ErrProbeFailed
+	}
+	return err
+}
+
+// nodeIdentityNotes says, for each route with serve.client_ca, that nodes
+// need a client certificate to use it: a pull from a node without one
+// fails in the handshake, whatever the probe of the upstreams found.
+func nodeIdentityNotes(cfg *config.Config) []string {
+	var notes []string
+	for _, rc := range cfg.Routes {
+		s := rc.Serve
+		if s.ClientCA == "" {
+			continue
+		}
+		n := fmt.Sprintf("%s: requires node certificates: nodes must present a client certificate (clientAuth) that chains to %s (serve.client_ca)", rc.Name, s.ClientCA)
+		if len(s.ClientNames) > 0 {
+			n += fmt.Sprintf(", named like %s", strings.Join(s.ClientNames, " or "))
+		}
+		if s.ClientCRL != "" {
+			n += fmt.Sprintf(", not revoked by %s", s.ClientCRL)
+		}
+		notes = append(notes, n+"; containerd: client = [...] in certs.d/<host>/hosts.toml (deploy/node)")
+	}
+	return notes
 }
 
 // sortRows puts rows in configuration order.

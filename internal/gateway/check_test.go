@@ -20,7 +20,8 @@ import (
 
 // TestCheckProbe: --probe dials each upstream of a bridge route: an mTLS
 // registry whose /v2/ sends clients to a token realm on another host is
-// reported ok on every step, with the realm host flagged as not routed.
+// reported ok on every step, with the realm host flagged as not routed,
+// and the route's serve.client_ca reported as requiring node certificates.
 func TestCheckProbe(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := pki.NewAuthority("probe CA")
@@ -53,7 +54,7 @@ routes:
     mode: bridge
     upstreams: [%q, %q]
     health: {check: http, path: /v2/, expect_status: [200, 401]}
-    serve: {cert: serve.crt, key: serve.key}
+    serve: {cert: serve.crt, key: serve.key, client_ca: ca.crt, client_names: ["system:node:*"]}
     upstream_tls: {cert: edge.crt, key: edge.key, ca: ca.crt}
 `, reg.Listener.Addr().String(), deadAddr)
 	file := filepath.Join(dir, "snigate.yaml")
@@ -75,6 +76,8 @@ routes:
 		"registry  " + reg.Listener.Addr().String(),
 		"token auth realm host auth.other.test is NOT routed",
 		deadAddr + ": tcp failed",
+		"registry: requires node certificates: nodes must present a client certificate (clientAuth) that chains to " +
+			filepath.Join(dir, "ca.crt") + " (serve.client_ca), named like system:node:*;",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

@@ -9,5 +9,6 @@
 //	err = g.Run(ctx)               // returns after a drain, or on a listener failure
 //
 // Check is `snigate check`: validation, and with probe a dial of every
-// upstream.
+// upstream. WriteNodeConfig is `snigate node-config`: NodeConfig turns the
+// configuration into internal/nodeconfig's input.
 package gateway

@@ -58,6 +58,7 @@ type Gateway struct {
 	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
 	loadedID  atomic.Pointer[filewatch.ID]      // the file's identity just before that read
 	ready     atomic.Bool
+	dryRun    bool // check: build everything, open no file for writing
 
 	sni      *sni.Server
 	tlsPorts []int          // bound ports of listen.tls, for CONNECT; under reloadMu

@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/names"
@@ -26,6 +27,8 @@ type generation struct {
 	pools   map[string]*upstream.Pool // by route name
 	dns     dns.Handler               // nil when listen.dns is not set
 	workers []runner                  // pools and certificate watchers
+	bridges []*httpbridge.Bridge      // the HTTP-aware bridges of http routes
+	audits  []*httpbridge.AuditLog    // their audit logs, released by retire
 
 	cancel context.CancelFunc // stops the workers
 	wg     sync.WaitGroup
@@ -54,15 +57,18 @@ func (g *Gateway) build(cfg *config.Config) (*generation, error) {
 		routes = append(routes, r)
 	}
 	if len(errs) > 0 {
+		gen.retire()
 		return nil, errs
 	}
 	table, err := sni.NewTable(routes, cfg.DefaultRoute)
 	if err != nil {
+		gen.retire()
 		return nil, err
 	}
 	gen.routes = table
 	if cfg.Listen.DNS != "" {
 		if gen.dns, err = g.buildDNS(cfg); err != nil {
+			gen.retire()
 			return nil, err
 		}
 	}
@@ -77,6 +83,7 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		ProxyProtocol: rc.ProxyProtocol,
 	}
 	checkTLS := spliceCheckTLS(rc)
+	var clientSide *certs.ClientTLS
 	if r.Mode == sni.ModeBridge {
 		var err error
 		if r.Serve, err = g.serveSource(gen, rc); err != nil {
@@ -85,6 +92,12 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		r.ServeKeyExchanges = rc.Serve.KeyExchanges
 		r.ServeMinVersion, r.ServeCipherSuites = rc.Serve.MinVersion, rc.Serve.CipherSuites
 		r.MaxDials, r.MaxDialsPerClient = rc.MaxDials, rc.MaxDialsPerClient
+		auth, workers, err := clientAuth(rc, g.log, g.metrics.certs)
+		if err != nil {
+			return nil, err
+		}
+		r.ClientAuth = auth
+		gen.workers = append(gen.workers, workers...)
 		ct, workers, err := clientTLS(rc, g.log, g.metrics.certs)
 		if err != nil {
 			return nil, err
@@ -92,6 +105,7 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		gen.workers = append(gen.workers, workers...)
 		r.UpstreamTLSFunc = ct.Config
 		checkTLS = checkClientTLS(ct, rc)
+		clientSide = ct
 	}
 	pool, err := upstream.New(upstream.Config{
 		Route:         rc.Name,
@@ -106,6 +120,11 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		return nil, err
 	}
 	r.Pool = pool
+	if rc.HTTP != nil {
+		if r.Handler, err = g.httpHandler(gen, cfg, rc, clientSide, pool); err != nil {
+			return nil, err
+		}
+	}
 	gen.pools[rc.Name] = pool
 	gen.workers = append(gen.workers, pool)
 	return r, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
@@ -23,6 +24,7 @@ type metrics struct {
 	certs    *certs.Metrics
 	dns      *dnsresponder.Metrics
 	admin    *admin.Metrics
+	http     *httpbridge.Metrics
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -42,6 +44,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		certs:    certs.NewMetrics(reg),
 		dns:      dnsresponder.NewMetrics(reg),
 		admin:    admin.NewMetrics(reg),
+		http:     httpbridge.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
@@ -129,6 +132,9 @@ func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
 	for _, r := range cfg.Routes {
 		m.sni.InitRoute(r.Name, r.Upstreams, listeners)
 		m.admin.InitRoute(r.Name)
+		if r.Serve.ClientCA != "" {
+			m.sni.InitClientAuth(r.Name)
+		}
 	}
 }
 
@@ -137,14 +143,19 @@ func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
 // no longer has (the pools delete their own).
 func (m *metrics) prune(old, cur *config.Config) {
 	kept := make(map[string][]string, len(cur.Routes)) // route -> upstreams
+	clientAuthKept := make(map[string]bool)
 	for _, r := range cur.Routes {
 		kept[r.Name] = r.Upstreams
+		clientAuthKept[r.Name] = r.Serve.ClientCA != ""
 	}
 	for _, r := range old.Routes {
 		ups, ok := kept[r.Name]
 		if !ok {
 			m.deleteRoute(r.Name)
 			continue
+		}
+		if r.Serve.ClientCA != "" && !clientAuthKept[r.Name] {
+			m.sni.DeleteClientAuth(r.Name)
 		}
 		for _, u := range r.Upstreams {
 			if !slices.Contains(ups, u) {
@@ -160,4 +171,5 @@ func (m *metrics) deleteRoute(route string) {
 	m.upstream.DeleteRoute(route)
 	m.certs.DeleteRoute(route)
 	m.admin.DeleteRoute(route)
+	m.http.DeleteRoute(route)
 }

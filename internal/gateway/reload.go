@@ -47,6 +47,7 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 		err = g.swap(ctx, old, cfg)
 	}
 	g.metrics.reloaded(err, time.Now())
+	g.gen.Load().reopenAudits() // logrotate signals SIGHUP; a rejected file must not keep the old log open
 	if err != nil {
 		g.log.Error("configuration reload rejected; the running configuration stays in force",
 			"reason", reason, "err", err)
@@ -66,6 +67,7 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 	}
 	g.warnRestartNeeded(old.cfg, cfg)
 	old.stop()
+	defer old.retire()
 	gen.adopt(old)
 	gen.start(ctx, g.log)
 	g.sni.SetRoutes(gen.routes)

@@ -15,8 +15,9 @@ import (
 
 // fullConfig exercises every package's series: a TLS and a CONNECT
 // listener, the DNS responder with a forwarder, the admin API, and a bridge
-// route that mints its serving certificates and verifies its upstream
-// against a CA bundle. %[1]q: the upstream, %[2]q: the DNS forwarder.
+// route that mints its serving certificates, requires node certificates
+// and verifies its upstream against a CA bundle. %[1]q: the upstream,
+// %[2]q: the DNS forwarder.
 const fullConfig = `listen:
   tls: ["127.0.0.1:0"]
   connect: "127.0.0.1:0"
@@ -30,7 +31,7 @@ routes:
     sni: ["registry.test"]
     mode: bridge
     upstreams: [%[1]q]
-    serve: {ca_cert: ca.crt, ca_key: ca.key}
+    serve: {ca_cert: ca.crt, ca_key: ca.key, client_ca: ca.crt}
     upstream_tls: {cert: edge.crt, key: edge.key, ca: ca.crt}
 `
 
@@ -89,6 +90,9 @@ func TestFreshGatewayExportsFailureSeriesAtZero(t *testing.T) {
 		`snigate_certificate_reload_failures_total{role="upstream_ca",route="registry"} 0`,
 		`snigate_certificate_mints_total{result="error",route="registry"} 0`,
 		`snigate_certificate_mints_total{result="refused",route="registry"} 0`,
+		`snigate_certificate_reload_failures_total{role="client_ca",route="registry"} 0`,
+		`snigate_client_auth_failures_total{reason="no_certificate",route="registry"} 0`,
+		`snigate_client_auth_failures_total{reason="revoked",route="registry"} 0`,
 		fmt.Sprintf(`snigate_dns_upstream_requests_total{result="timeout",upstream=%q} 0`, forwarderAddr),
 		fmt.Sprintf(`snigate_dns_upstream_requests_total{result="error",upstream=%q} 0`, forwarderAddr),
 		`snigate_dns_queries_total{qtype="A",result="servfail"} 0`,

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"math/big"
 	"net"
+	"net/url"
 	"time"
 )
 
@@ -27,6 +28,26 @@ func SANs(names ...string) Option {
 			} else {
 				c.DNSNames = append(c.DNSNames, n)
 			}
+		}
+	}
+}
+
+// Organization sets the subject's organizations (a kubelet's is
+// "system:nodes").
+func Organization(orgs ...string) Option {
+	return func(c *x509.Certificate) { c.Subject.Organization = orgs }
+}
+
+// URIs adds URI subject alternative names; a string that does not parse
+// as a URL panics (test input).
+func URIs(uris ...string) Option {
+	return func(c *x509.Certificate) {
+		for _, s := range uris {
+			u, err := url.Parse(s)
+			if err != nil {
+				panic(err)
+			}
+			c.URIs = append(c.URIs, u)
 		}
 	}
 }

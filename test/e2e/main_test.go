@@ -15,7 +15,7 @@ import (
 const requireEnv = "SNIGATE_REQUIRE_E2E"
 
 // tools are the programs the world runs; `make test-deps` installs them.
-var tools = []string{"ip", "docker-registry", "skopeo", "containerd", "ctr", "go", "sslscan"}
+var tools = []string{"ip", "docker-registry", "skopeo", "containerd", "ctr", "go", "sslscan", "openssl"}
 
 // suite is the state shared by the tests of this package: why they cannot
 // run (if so), and the one world they share, built on first use.

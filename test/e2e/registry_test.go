@@ -70,3 +70,22 @@ func (r *registry) start(ns *netns, logDir string) error {
 	}
 	return nil
 }
+
+// newTokenRegistry is a registry (plain TLS, certificate from the
+// registry CA) that wants a bearer token from realmHost, a host the
+// gateway does not route: what `snigate doctor` must catch.
+func (w *world) newTokenRegistry(pki, storage string) (*registry, error) {
+	kp, err := w.registryCA.issue(pki, "tokenreg", tokenHost, hostOf(tokenRegAddr))
+	if err != nil {
+		return nil, err
+	}
+	r := &registry{name: "tokenreg", addr: tokenRegAddr, config: filepath.Join(w.dir, "tokenreg.yml")}
+	cfg := registryConfig(tokenRegAddr, storage, kp) + fmt.Sprintf(`auth:
+  token:
+    realm: https://%s/token
+    service: e2e-token
+    issuer: e2e
+    rootcertbundle: %s
+`, realmHost, w.registryCA.file)
+	return r, os.WriteFile(r.config, []byte(cfg), 0o644)
+}

@@ -54,13 +54,16 @@ func moduleRoot() (string, error) {
 
 // gatewaySpec is what the snigate configuration file says.
 type gatewaySpec struct {
-	answer      string   // the bastion's address as the node sees it
-	connect     bool     // listen.connect
-	registryUps []string // bridge route upstreams
-	mirrorUp    string   // splice route upstream
-	serveCA     string   // dir with ca.crt, ca.key from `snigate ca init`
-	edge        keyPair  // the edge client certificate
-	registryCA  string   // the registry's CA file
+	answer      string        // the bastion's address as the node sees it
+	connect     bool          // listen.connect
+	registryUps []string      // bridge route upstreams
+	mirrorUp    string        // splice route upstream
+	tokenUp     string        // splice route to the token-auth registry
+	serveCA     string        // dir with ca.crt, ca.key from `snigate ca init`
+	edge        keyPair       // the edge client certificate
+	registryCA  string        // the registry's CA file
+	nodes       *nodeIdentity // route nodes (node certificates required); nil: none
+	auditLog    string        // the HTTP route's audit log file
 }
 
 // Health check timing of both routes: an upstream is down after
@@ -109,10 +112,63 @@ routes:
     upstreams: [%q]
     health:
       check: tcp
+%s  - name: tokenreg
+    sni: [%q]
+    mode: splice
+    upstreams: [%q]
+    health:
+      check: tcp
 %s`, g.answer, registryHost, quoteAll(g.registryUps), health,
 		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
 		g.edge.certFile, g.edge.keyFile, g.registryCA,
-		mirrorHost, g.mirrorUp, health)
+		mirrorHost, g.mirrorUp, health, tokenHost, g.tokenUp, health)
+	if g.nodes != nil {
+		fmt.Fprintf(&b, `  - name: nodes
+    sni: [%q]
+    mode: bridge
+    upstreams: [%s]
+    health:
+      check: http
+      path: /v2/
+      expect_status: [200, 401]
+%s    serve:
+      ca_cert: %s
+      ca_key: %s
+      client_ca: %s
+      client_names: ["system:node:*"]
+      client_crl: %s
+    upstream_tls:
+      cert: %s
+      key: %s
+      ca: %s
+      server_name: %q
+`, nodeHost, quoteAll(g.registryUps), health,
+			filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
+			filepath.Join(g.nodes.caDir, "ca.crt"), g.nodes.crl,
+			g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost)
+	}
+	fmt.Fprintf(&b, `  - name: pull
+    sni: [%q]
+    mode: bridge
+    upstreams: [%s]
+    health:
+      check: http
+      path: /v2/
+      expect_status: [200, 401]
+%s    serve:
+      ca_cert: %s
+      ca_key: %s
+    upstream_tls:
+      cert: %s
+      key: %s
+      ca: %s
+      server_name: %q
+    http:
+      repositories: [%q]
+      audit_log: %s
+`, httpHost, quoteAll(g.registryUps), health,
+		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
+		g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, httpAllowed, g.auditLog)
 	return b.String()
 }
 

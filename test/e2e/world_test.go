@@ -13,7 +13,13 @@ import (
 const (
 	registryHost = "registry.example.test" // bridge route: registry with mTLS
 	mirrorHost   = "mirror.example.test"   // splice route: registry with plain TLS
+	tokenHost    = "tokenreg.example.test" // splice route: registry with token auth
+	realmHost    = "auth.example.test"     // its token realm's host: no route
 	unroutedHost = "nothere.example.test"  // no route: must fail
+	// httpHost is the HTTP-aware bridge route (routes[].http) to the same
+	// registries; only httpAllowed repositories are let through.
+	httpHost    = "pull.registry.example.test"
+	httpAllowed = "e2e/*"
 
 	nodeAddr      = "10.77.1.2"
 	bastionAddr   = "10.77.1.1" // the gateway, as the node sees it
@@ -21,6 +27,7 @@ const (
 	registryAAddr = "10.77.2.10:443"
 	registryBAddr = "10.77.2.11:443"
 	mirrorAddr    = "10.77.2.20:443"
+	tokenRegAddr  = "10.77.2.30:443"
 	adminAddr     = "127.0.0.1:9090" // inside the bastion namespace
 	connectPort   = 3128
 	keepEnv       = "SNIGATE_E2E_KEEP" // 1: keep the world's directory
@@ -41,6 +48,7 @@ type world struct {
 	procs                   []*proc
 
 	regA, regB, mirror *registry
+	tokenReg           *registry // token auth, realm on realmHost
 	image              *testImage
 	gw                 *gateway
 	ctrd               *containerd
@@ -51,6 +59,7 @@ type world struct {
 	registryCA   *ca
 	mirrorCA     *ca
 	edge         keyPair
+	nodes        *nodeIdentity // the node CA, node certificates and CRL of route nodes
 }
 
 // build makes the world; on error, what was made is still torn down.
@@ -65,6 +74,7 @@ func (w *world) build() error {
 		{"certificates", w.makePKI},
 		{"registries", w.startRegistries},
 		{"test image", w.pushImage},
+		{"node identity", w.makeNodeIdentity},
 		{"gateway", w.startGateway},
 		{"containerd", w.startContainerd},
 	}
@@ -115,7 +125,7 @@ func (w *world) makeNamespaces() error {
 		w.bastion, "to-node", []string{bastionAddr + "/24"}); err != nil {
 		return err
 	}
-	regAddrs := []string{hostOf(registryAAddr) + "/24", hostOf(registryBAddr) + "/24", hostOf(mirrorAddr) + "/24"}
+	regAddrs := []string{hostOf(registryAAddr) + "/24", hostOf(registryBAddr) + "/24", hostOf(mirrorAddr) + "/24", hostOf(tokenRegAddr) + "/24"}
 	if err := vethPair(w.bastion, "to-registry", []string{bastionUpAddr + "/24"},
 		w.registry, "to-bastion", regAddrs); err != nil {
 		return err
@@ -178,7 +188,10 @@ func (w *world) startRegistries() error {
 	if w.mirrorCerts, err = certsDir(w.dir, "certs-mirror", w.mirrorCA.file, nil); err != nil {
 		return err
 	}
-	for _, r := range []*registry{w.regA, w.regB, w.mirror} {
+	if w.tokenReg, err = w.newTokenRegistry(pki, storage); err != nil {
+		return err
+	}
+	for _, r := range []*registry{w.regA, w.regB, w.mirror, w.tokenReg} {
 		if err := w.startRegistry(r); err != nil {
 			return err
 		}
@@ -241,9 +254,12 @@ func (w *world) startGateway() error {
 		answer:      bastionAddr,
 		registryUps: []string{registryAAddr, registryBAddr},
 		mirrorUp:    mirrorAddr,
+		tokenUp:     tokenRegAddr,
 		serveCA:     serveCA,
 		edge:        w.edge,
 		registryCA:  w.registryCA.file,
+		nodes:       w.nodes,
+		auditLog:    filepath.Join(w.dir, "audit.log"),
 	}
 	if err := w.gw.writeConfig(spec); err != nil {
 		return err
@@ -266,8 +282,10 @@ func (w *world) startContainerd() error {
 	if w.ctrd, err = newContainerd(filepath.Join(w.dir, "containerd")); err != nil {
 		return err
 	}
-	if err := w.ctrd.trust(registryHost, filepath.Join(w.gatewayCerts, "ca.crt")); err != nil {
-		return err
+	for _, host := range []string{registryHost, httpHost} {
+		if err := w.ctrd.trust(host, filepath.Join(w.gatewayCerts, "ca.crt")); err != nil {
+			return err
+		}
 	}
 	err = w.ctrd.start(w.node, w.logs)
 	if w.ctrd.proc != nil {

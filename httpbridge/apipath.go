@@ -1,0 +1,220 @@
+package httpbridge
+
+import "strings"
+
+// Kind is what an OCI distribution API request addresses: the audit
+// record's kind and the kind label of the http metrics.
+type Kind string
+
+// Kinds of API request (interface.md, audit record).
+const (
+	KindBase      Kind = "base"      // GET /v2/
+	KindManifest  Kind = "manifest"  // /v2/<name>/manifests/<reference>
+	KindBlob      Kind = "blob"      // /v2/<name>/blobs/<digest>
+	KindTags      Kind = "tags"      // /v2/<name>/tags/list
+	KindReferrers Kind = "referrers" // /v2/<name>/referrers/<digest>
+	KindCatalog   Kind = "catalog"   // /v2/_catalog
+	KindUpload    Kind = "upload"    // /v2/<name>/blobs/uploads/[<session>]
+	KindOther     Kind = "other"     // anything else, including malformed names
+)
+
+// Kinds lists every Kind, for creating metric series.
+var Kinds = []Kind{KindBase, KindManifest, KindBlob, KindTags, KindReferrers, KindCatalog, KindUpload, KindOther}
+
+// MaxNameLen is the longest repository name accepted (the distribution
+// specification's limit that registries enforce).
+const MaxNameLen = 255
+
+// API is an OCI distribution API path parsed once: policy, audit and the
+// cache read it, never the raw path. Fields a kind does not have are "".
+type API struct {
+	Kind       Kind
+	Repository string // the <name>: one or more path components
+	Reference  string // manifests: the tag or digest in the path; uploads: the session id
+	Digest     string // the digest in the path (a manifest by digest, a blob, referrers)
+}
+
+// ParsePath parses the escaped path of a request (URL.EscapedPath, no
+// query). A path with percent-encoding, empty or dot segments, or a name
+// or reference outside the distribution specification's grammar is
+// KindOther with no repository: what the registry would make of it is not
+// for the gateway to guess, so the repository allow-list refuses it.
+//
+// A name may contain the endpoint words ("a/manifests/manifests/v1" is the
+// manifest v1 of "a/manifests"); the endpoint is read from the end of the
+// path, as the distribution router's greedy name pattern does.
+func ParsePath(path string) API {
+	switch path {
+	case "/v2/", "/v2":
+		return API{Kind: KindBase}
+	case "/v2/_catalog":
+		return API{Kind: KindCatalog}
+	}
+	rest, ok := strings.CutPrefix(path, "/v2/")
+	if !ok || strings.ContainsAny(rest, "%\\") {
+		return API{Kind: KindOther}
+	}
+	segs := strings.Split(rest, "/")
+	if api, ok := parseEndpoint(segs); ok && validName(api.Repository) {
+		return api
+	}
+	return API{Kind: KindOther}
+}
+
+// parseEndpoint reads the endpoint from the last segments of segs and
+// checks its reference or digest; the name is checked by the caller.
+func parseEndpoint(segs []string) (API, bool) {
+	n := len(segs)
+	if n < 3 {
+		return API{}, false
+	}
+	last, prev := segs[n-1], segs[n-2]
+	name := func(k int) string { return strings.Join(segs[:n-k], "/") }
+	switch {
+	case prev == "tags" && last == "list":
+		return API{Kind: KindTags, Repository: name(2)}, true
+	case prev == "manifests":
+		return manifest(name(2), last)
+	case prev == "referrers":
+		return API{Kind: KindReferrers, Repository: name(2), Digest: last}, validDigest(last)
+	case n >= 4 && segs[n-3] == "blobs" && prev == "uploads":
+		return API{Kind: KindUpload, Repository: name(3), Reference: last}, last == "" || validSession(last)
+	case prev == "blobs" && last == "uploads":
+		return API{Kind: KindUpload, Repository: name(2)}, true
+	case prev == "blobs":
+		return API{Kind: KindBlob, Repository: name(2), Digest: last}, validDigest(last)
+	}
+	return API{}, false
+}
+
+// manifest is the manifest endpoint for reference ref: a tag or a digest.
+func manifest(name, ref string) (API, bool) {
+	api := API{Kind: KindManifest, Repository: name, Reference: ref}
+	if strings.Contains(ref, ":") {
+		api.Digest = ref
+		return api, validDigest(ref)
+	}
+	return api, validTag(ref)
+}
+
+// validName reports whether name matches the distribution specification:
+// components [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)* separated by "/", at most
+// MaxNameLen bytes.
+func validName(name string) bool {
+	if name == "" || len(name) > MaxNameLen {
+		return false
+	}
+	for comp := range strings.SplitSeq(name, "/") {
+		if !validComponent(comp) {
+			return false
+		}
+	}
+	return true
+}
+
+// validComponent checks one path component of a name.
+func validComponent(c string) bool {
+	if c == "" || !isLowerAlnum(c[0]) || !isLowerAlnum(c[len(c)-1]) {
+		return false
+	}
+	for i := 1; i < len(c); i++ {
+		if isLowerAlnum(c[i]) {
+			continue
+		}
+		j := i
+		for j < len(c) && !isLowerAlnum(c[j]) {
+			j++
+		}
+		if !validSeparator(c[i:j]) {
+			return false
+		}
+		i = j - 1
+	}
+	return true
+}
+
+// validSeparator: ".", "_", "__" or one or more "-".
+func validSeparator(s string) bool {
+	switch s {
+	case ".", "_", "__":
+		return true
+	}
+	return strings.Trim(s, "-") == ""
+}
+
+// validTag: [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}.
+func validTag(t string) bool {
+	if t == "" || len(t) > 128 || t[0] == '.' || t[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if !isAlnum(t[i]) && t[i] != '_' && t[i] != '.' && t[i] != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validDigest: algorithm ":" encoded, algorithm
+// [a-z0-9]+([+._-][a-z0-9]+)*, encoded [a-zA-Z0-9=_-]+; sha256 and
+// sha512 must be lower-case hex of their length.
+func validDigest(d string) bool {
+	alg, enc, ok := strings.Cut(d, ":")
+	if !ok || !validAlgorithm(alg) || enc == "" {
+		return false
+	}
+	switch alg {
+	case "sha256":
+		return len(enc) == 64 && isLowerHex(enc)
+	case "sha512":
+		return len(enc) == 128 && isLowerHex(enc)
+	}
+	for i := 0; i < len(enc); i++ {
+		if c := enc[i]; !isAlnum(c) && c != '=' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validAlgorithm checks a digest algorithm name.
+func validAlgorithm(a string) bool {
+	if a == "" || !isLowerAlnum(a[0]) || !isLowerAlnum(a[len(a)-1]) {
+		return false
+	}
+	for i := 1; i < len(a); i++ {
+		if sep := strings.IndexByte("+._-", a[i]) >= 0; sep && !isLowerAlnum(a[i-1]) {
+			return false
+		} else if !sep && !isLowerAlnum(a[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// validSession checks an upload session id (opaque to clients; registries
+// use UUIDs or base64): [a-zA-Z0-9._=-]+, at most 512 bytes.
+func validSession(s string) bool {
+	if s == "" || len(s) > 512 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && strings.IndexByte("._=-", c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func isAlnum(c byte) bool { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

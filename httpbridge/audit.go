@@ -1,0 +1,318 @@
+package httpbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// DefaultAuditQueue is how many records wait for the writer of one audit
+// file; beyond it records are dropped (counted), never waited for.
+const DefaultAuditQueue = 8192
+
+// auditBatch bounds the bytes gathered into one write.
+const auditBatch = 64 << 10
+
+// AuditRecord is one request in the audit log (interface.md, "Audit
+// record").
+type AuditRecord struct {
+	Time     time.Time // when the request arrived
+	Route    string
+	Client   string // the node's ip:port
+	Node     string // the node's identity, "" without one
+	Method   string
+	API      API           // repository, kind, reference, digest from the path
+	Digest   string        // the path's digest, else the response's Docker-Content-Digest
+	Status   int           // the status answered; 0: none (the node left first)
+	Bytes    int64         // response body bytes written to the node
+	Duration time.Duration // until the answer ended
+	Cache    string        // hit, miss, bypass, offline; "" without a cache
+	Upstream string        // the upstream that answered, "" if none did
+	Error    string        // what went wrong, "" when nothing did
+}
+
+// auditLine is the record's JSON form, fields in the contract's order.
+type auditLine struct {
+	Time       string  `json:"time"`
+	Route      string  `json:"route"`
+	Client     string  `json:"client"`
+	Node       string  `json:"node"`
+	Method     string  `json:"method"`
+	Repository string  `json:"repository"`
+	Kind       Kind    `json:"kind"`
+	Reference  string  `json:"reference"`
+	Digest     string  `json:"digest"`
+	Status     int     `json:"status"`
+	Bytes      int64   `json:"bytes"`
+	DurationMS float64 `json:"duration_ms"`
+	Cache      string  `json:"cache"`
+	Upstream   string  `json:"upstream"`
+	Error      string  `json:"error"`
+}
+
+func (r *AuditRecord) line() auditLine {
+	return auditLine{
+		Time: r.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Route: r.Route, Client: r.Client, Node: r.Node,
+		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference,
+		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
+		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Upstream: r.Upstream, Error: r.Error,
+	}
+}
+
+// AuditLog is one route's handle on an audit file, opened with OpenAudit.
+// Routes that name the same file share one writer, so lines never
+// interleave. Write never blocks. A nil *AuditLog writes nothing.
+type AuditLog struct {
+	f    *auditFile
+	once sync.Once
+}
+
+// audits is the process's open audit files by path, so that the routes
+// of every generation that name one file share its writer.
+var audits = struct {
+	mu    sync.Mutex
+	files map[string]*auditFile
+}{files: make(map[string]*auditFile)}
+
+// OpenAudit opens (or joins) the audit log at path ("-": standard
+// output), creating the file with mode 0640 and appending to it. The
+// first opener's log and metrics serve every handle on the file. The file
+// stays open until every handle is closed; Close each handle once.
+func OpenAudit(path string, log *slog.Logger, m *Metrics) (*AuditLog, error) {
+	key, err := auditKey(path)
+	if err != nil {
+		return nil, err
+	}
+	audits.mu.Lock()
+	defer audits.mu.Unlock()
+	f := audits.files[key]
+	if f == nil {
+		open := func() (io.WriteCloser, error) { return openAuditFile(key) }
+		if key == "-" {
+			open = func() (io.WriteCloser, error) { return nopCloser{os.Stdout}, nil }
+		}
+		if f, err = startAudit(key, open, DefaultAuditQueue, log, m); err != nil {
+			return nil, err
+		}
+		audits.files[key] = f
+	}
+	f.refs++
+	return &AuditLog{f: f}, nil
+}
+
+func auditKey(path string) (string, error) {
+	if path == "-" {
+		return path, nil
+	}
+	if path == "" {
+		return "", fmt.Errorf(`audit_log: want a file path or "-" for standard output`)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("audit_log %q: %w", path, err)
+	}
+	return abs, nil
+}
+
+func openAuditFile(path string) (io.WriteCloser, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("audit_log: %w: check that the directory exists and is writable by snigate", err)
+	}
+	return f, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// Write queues rec for the writer; when the queue is full the record is
+// dropped and counted (snigate_http_audit_dropped_total{reason="queue_full"}).
+func (a *AuditLog) Write(rec *AuditRecord) {
+	if a == nil {
+		return
+	}
+	a.f.enqueue(rec.line())
+}
+
+// Reopen makes the writer close and reopen the file (logrotate, SIGHUP,
+// reload); it returns at once. On failure the writer logs it and goes on
+// with the old file.
+func (a *AuditLog) Reopen() {
+	if a == nil {
+		return
+	}
+	select {
+	case a.f.reopen <- struct{}{}:
+	default:
+	}
+}
+
+// Close releases the handle; the last one writes what is queued, closes
+// the file and waits for the writer. Later calls do nothing.
+func (a *AuditLog) Close() error {
+	if a == nil {
+		return nil
+	}
+	var err error
+	a.once.Do(func() {
+		audits.mu.Lock()
+		a.f.refs--
+		last := a.f.refs == 0
+		if last && audits.files[a.f.path] == a.f {
+			delete(audits.files, a.f.path)
+		}
+		audits.mu.Unlock()
+		if last {
+			err = a.f.stop()
+		}
+	})
+	return err
+}
+
+// auditFile is the writer of one file: a goroutine fed by a bounded
+// queue, so that a slow disk never stalls a request.
+type auditFile struct {
+	path   string
+	open   func() (io.WriteCloser, error)
+	log    *slog.Logger
+	m      *Metrics
+	refs   int // guarded by audits.mu
+	queue  chan auditLine
+	reopen chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	err    error // the last close's, read after done
+	w      io.WriteCloser
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	warn   warnLimiter
+}
+
+// startAudit opens the file and starts its writer.
+func startAudit(path string, open func() (io.WriteCloser, error), queue int, log *slog.Logger, m *Metrics) (*auditFile, error) {
+	w, err := open()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	f := &auditFile{
+		path: path, open: open, log: log, m: m, w: w,
+		queue: make(chan auditLine, queue), reopen: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	f.enc = json.NewEncoder(&f.buf)
+	f.enc.SetEscapeHTML(false)
+	go f.run()
+	return f, nil
+}
+
+func (f *auditFile) enqueue(l auditLine) {
+	select {
+	case f.queue <- l:
+	default:
+		f.m.drop(DropQueueFull)
+		f.warn.log(f.log, slog.LevelWarn, DropQueueFull, "audit record dropped: the writer is behind (slow disk?)",
+			"audit_log", f.path, "reason", DropQueueFull)
+	}
+}
+
+// run writes queued records until stop, then what is left. A pending
+// reopen goes first, so records written after Reopen returned land in
+// the new file.
+func (f *auditFile) run() {
+	defer close(f.done)
+	for {
+		select {
+		case <-f.reopen:
+			f.reopenFile()
+			continue
+		default:
+		}
+		select {
+		case <-f.reopen:
+			f.reopenFile()
+		case l := <-f.queue:
+			f.writeBatch(l)
+		case <-f.quit:
+			f.drainQueue()
+			return
+		}
+	}
+}
+
+// drainQueue writes what is queued (after a pending reopen) and closes
+// the file.
+func (f *auditFile) drainQueue() {
+	select {
+	case <-f.reopen:
+		f.reopenFile()
+	default:
+	}
+	for {
+		select {
+		case l := <-f.queue:
+			f.writeBatch(l)
+		default:
+			f.err = f.w.Close()
+			return
+		}
+	}
+}
+
+// writeBatch writes l and whatever else is queued, up to auditBatch
+// bytes, in one write: whole lines, never interleaved.
+func (f *auditFile) writeBatch(l auditLine) {
+	f.buf.Reset()
+	n := 0
+	for {
+		_ = f.enc.Encode(l) // a struct of strings and numbers always encodes
+		n++
+		if f.buf.Len() >= auditBatch || len(f.reopen) > 0 {
+			break
+		}
+		var ok bool
+		select {
+		case l, ok = <-f.queue:
+		default:
+		}
+		if !ok {
+			break
+		}
+	}
+	if _, err := f.w.Write(f.buf.Bytes()); err != nil {
+		for range n {
+			f.m.drop(DropWriteError)
+		}
+		f.warn.log(f.log, slog.LevelError, DropWriteError, "audit records dropped: writing the audit log failed",
+			"audit_log", f.path, "reason", DropWriteError, "records", n, "err", err)
+	}
+}
+
+// reopenFile replaces the file with a newly opened one.
+func (f *auditFile) reopenFile() {
+	w, err := f.open()
+	if err != nil {
+		f.log.Error("audit log not reopened; still writing to the old file", "audit_log", f.path, "err", err)
+		return
+	}
+	if err := f.w.Close(); err != nil {
+		f.log.Error("closing the old audit log file", "audit_log", f.path, "err", err)
+	}
+	f.w = w
+}
+
+// stop ends the writer once the queue is written and waits for it.
+func (f *auditFile) stop() error {
+	close(f.quit)
+	<-f.done
+	return f.err
+}

@@ -1,0 +1,167 @@
+package httpbridge
+
+import (
+	"context"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+
+	"golang.org/x/net/http2"
+
+	"github.com/snigate/snigate/sni"
+)
+
+// Bridge serves the HTTP of one http route's node connections (HTTP/2 and
+// HTTP/1.1 by ALPN) and forwards admitted requests to the route's
+// registry over its own pool of mTLS connections. It is the route's
+// sni.BridgeHandler. Create it with New; Close it when a reload replaced
+// it.
+type Bridge struct {
+	cfg    Config
+	log    *slog.Logger
+	policy policy
+	client *upstreamClient
+	proxy  *httputil.ReverseProxy
+	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
+	warn   warnLimiter
+
+	mu     sync.Mutex
+	conns  map[*nodeConn]struct{}
+	closed bool
+}
+
+var _ sni.BridgeHandler = (*Bridge)(nil)
+
+// New validates cfg and returns the route's bridge. It opens nothing.
+func New(cfg Config) (*Bridge, error) {
+	cfg, repos, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bridge{
+		cfg:    cfg,
+		log:    cfg.Log,
+		policy: policy{route: cfg.Route, methods: cfg.Methods, repos: repos},
+		conns:  make(map[*nodeConn]struct{}),
+		errLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
+	}
+	b.client = newUpstreamClient(&b.cfg)
+	b.proxy = b.newProxy()
+	cfg.Metrics.InitRoute(cfg.Route)
+	return b, nil
+}
+
+// NextProtos are the ALPN protocols offered to nodes.
+func (b *Bridge) NextProtos() []string { return []string{"h2", "http/1.1"} }
+
+// ServeBridge serves one node connection until it ends (see
+// sni.BridgeHandler): nil for a normal end, ErrBridgeIdle when the idle
+// timeout ended it, ErrBridgeUpstream when its last request was aborted
+// by the upstream, ErrBridgeClient for a failed read from the node.
+func (b *Bridge) ServeBridge(ctx context.Context, c *sni.BridgeConn) error {
+	nc := newNodeConn(c, b.log)
+	if !b.track(nc) {
+		nc.draining = true // a bridge already replaced: one exchange, then close
+	}
+	defer b.untrack(nc)
+	ctx = context.WithValue(ctx, connKey{}, nc)
+	watched := make(chan struct{})
+	go func() { defer close(watched); nc.watch(ctx) }()
+	if c.ConnectionState().NegotiatedProtocol == "h2" {
+		b.serveH2(ctx, nc)
+	} else {
+		b.serveH1(ctx, nc)
+	}
+	_ = nc.Close()
+	nc.finish()
+	<-watched
+	return nc.result()
+}
+
+// serveH1 serves HTTP/1.1 with a one-connection http.Server.
+func (b *Bridge) serveH1(ctx context.Context, nc *nodeConn) {
+	finished := make(chan struct{})
+	hs := b.newServer(ctx, nc)
+	hs.Protocols = new(http.Protocols)
+	hs.Protocols.SetHTTP1(true)
+	hs.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed || s == http.StateHijacked {
+			close(finished)
+		}
+	}
+	draining := nc.isDraining()
+	nc.startIdle(func() { hs.SetKeepAlivesEnabled(false) })
+	if draining {
+		hs.SetKeepAlivesEnabled(false)
+	}
+	_ = hs.Serve(&oneConnListener{c: nc})
+	<-finished
+}
+
+// serveH2 serves HTTP/2 with x/net/http2 on a per-connection server pair,
+// so that draining sends this connection's GOAWAY.
+func (b *Bridge) serveH2(ctx context.Context, nc *nodeConn) {
+	hs := b.newServer(ctx, nc)
+	h2 := &http2.Server{CountError: func(string) { nc.protocolError() }}
+	if err := http2.ConfigureServer(hs, h2); err != nil {
+		b.log.Error("http/2 server configuration", "route", b.cfg.Route, "err", err)
+		return
+	}
+	goaway := func() { go func() { _ = hs.Shutdown(ctx) }() }
+	nc.startIdle(goaway)
+	if nc.isDraining() {
+		goaway()
+	}
+	h2.ServeConn(nc, &http2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: b})
+}
+
+// newServer is the http.Server of one node connection.
+func (b *Bridge) newServer(ctx context.Context, nc *nodeConn) *http.Server {
+	return &http.Server{
+		Handler:           b,
+		ReadHeaderTimeout: b.cfg.ReadHeaderTimeout,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          b.errLog,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+}
+
+// track adds nc to the bridge's connections; false when the bridge is
+// closed.
+func (b *Bridge) track(nc *nodeConn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.conns[nc] = struct{}{}
+	return !b.closed
+}
+
+func (b *Bridge) untrack(nc *nodeConn) {
+	b.mu.Lock()
+	delete(b.conns, nc)
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		b.client.closeIdle()
+	}
+}
+
+// Close retires the bridge after a reload replaced it: its node
+// connections close at their next request boundary, its idle upstream
+// connections now and the others once their requests are done. It does
+// not wait, and the bridge still serves what is in flight.
+func (b *Bridge) Close() {
+	b.mu.Lock()
+	b.closed = true
+	conns := make([]*nodeConn, 0, len(b.conns))
+	for nc := range b.conns {
+		conns = append(conns, nc)
+	}
+	b.mu.Unlock()
+	for _, nc := range conns {
+		nc.drain("retired")
+	}
+	b.client.closeIdle()
+}

@@ -1,0 +1,152 @@
+package httpbridge
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/snigate/snigate/upstream"
+)
+
+// Defaults applied by New to zero fields of Config.
+const (
+	DefaultConnectTimeout    = 5 * time.Second
+	DefaultReadHeaderTimeout = 30 * time.Second
+	// DefaultResponseHeaderTimeout bounds the wait for an upstream's
+	// response headers once the request is sent.
+	DefaultResponseHeaderTimeout = time.Minute
+	DefaultRedirects             = RedirectsFollow
+	// DefaultMaxIdleConnsPerHost is how many idle upstream connections
+	// the route keeps per upstream (HTTP/1.1; an HTTP/2 connection
+	// carries many requests at once).
+	DefaultMaxIdleConnsPerHost = 64
+	// DefaultUpstreamIdleTimeout closes upstream connections idle this
+	// long.
+	DefaultUpstreamIdleTimeout = 90 * time.Second
+	// MaxRedirects is how many redirects to other hosts are followed
+	// for one request.
+	MaxRedirects = 5
+)
+
+// Values of Config.Redirects (routes[].http.redirects).
+const (
+	RedirectsFollow = "follow"
+	RedirectsPass   = "pass"
+)
+
+// Upstreams is what the bridge needs from the route's pool: the healthy
+// hosts in the order to try them. *upstream.Pool implements it, and
+// dialReporter too.
+type Upstreams interface {
+	Candidates() []*upstream.Host
+}
+
+// dialReporter is the pool's passive health: how each upstream
+// connection attempt went (*upstream.Pool.ReportDial).
+type dialReporter interface {
+	ReportDial(h *upstream.Host, err error)
+}
+
+// Config describes one http route's bridge. Route and Upstreams are
+// required; the zero value of every other field is documented.
+type Config struct {
+	Route     string
+	Upstreams Upstreams
+	// UpstreamTLS returns a fresh client configuration for each upstream
+	// dial (client certificate, RootCAs, ServerName, ClientSessionCache);
+	// the bridge sets NextProtos to h2 and http/1.1, TLS 1.2 at least,
+	// and ServerName to the upstream's host when "". nil: system roots,
+	// no client certificate.
+	UpstreamTLS func() *tls.Config
+	// DialContext opens TCP connections to upstreams and to the hosts
+	// redirects lead to. nil: a net.Dialer.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ConnectTimeout bounds each upstream attempt, TCP plus TLS
+	// handshake. 0: DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ReadHeaderTimeout bounds the reading of a node request's headers
+	// (HTTP/1.1). 0: DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for an upstream's response
+	// headers; a GET or HEAD that runs out of it is tried on the next
+	// upstream. 0: DefaultResponseHeaderTimeout.
+	ResponseHeaderTimeout time.Duration
+
+	// Forwarded sets X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and
+	// Forwarded from the node's address; the node's own are dropped
+	// either way.
+	Forwarded bool
+	// Methods the nodes may use; nil: DefaultMethods() (GET, HEAD).
+	Methods []string
+	// Repositories is the allow-list ("team/app", "team/*", "team/**");
+	// empty: every repository.
+	Repositories []string
+	// Redirects is RedirectsFollow or RedirectsPass; "": DefaultRedirects.
+	Redirects string
+	// RedirectRoots are the roots trusted for the hosts redirects lead
+	// to (system roots plus upstream_tls.ca). nil: system roots.
+	RedirectRoots *x509.CertPool
+
+	Cache   Cache     // nil: no cache (the audit's cache is "")
+	Audit   *AuditLog // nil: no audit records; the caller closes it
+	Metrics *Metrics  // nil: no metrics
+	Log     *slog.Logger
+}
+
+// withDefaults validates cfg and fills in its defaults.
+func withDefaults(cfg Config) (Config, repoAllowList, error) {
+	var errs []error
+	if cfg.Route == "" {
+		errs = append(errs, errors.New("route: want the route's name"))
+	}
+	if cfg.Upstreams == nil {
+		errs = append(errs, errors.New("upstreams: want the route's upstream pool"))
+	}
+	if cfg.Methods == nil {
+		cfg.Methods = DefaultMethods()
+	}
+	cfg.Methods = slices.Clone(cfg.Methods)
+	if err := checkMethods(cfg.Methods); err != nil {
+		errs = append(errs, err)
+	}
+	repos, err := newRepoAllowList(cfg.Repositories)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	switch cfg.Redirects {
+	case "":
+		cfg.Redirects = DefaultRedirects
+	case RedirectsFollow, RedirectsPass:
+	default:
+		errs = append(errs, fmt.Errorf("redirects %q: want follow or pass", cfg.Redirects))
+	}
+	if cfg.ConnectTimeout < 0 || cfg.ReadHeaderTimeout < 0 || cfg.ResponseHeaderTimeout < 0 {
+		errs = append(errs, errors.New("timeouts: want durations of 0 (the default) or more"))
+	}
+	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
+	cfg.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	cfg.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
+	if cfg.DialContext == nil {
+		cfg.DialContext = (&net.Dialer{}).DialContext
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, nil, fmt.Errorf("route %q: http: %w", cfg.Route, err)
+	}
+	return cfg, repos, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

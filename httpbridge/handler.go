@@ -1,0 +1,109 @@
+package httpbridge
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+)
+
+// ServeHTTP serves one node request: the policy's refusals in the
+// contract's order, then the cache when the route has one, else the
+// reverse proxy to the registry; one audit record and the http metrics
+// at the end, also when the response is aborted.
+func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	nc := connFrom(r.Context())
+	if nc == nil || !nc.begin() {
+		return
+	}
+	rq := &request{start: time.Now(), api: ParsePath(r.URL.EscapedPath()), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
+	b.cfg.Metrics.begin(b.cfg.Route)
+	defer b.finish(r, nc, rq)
+	if ref := b.policy.check(r, nc.SNI, rq.api); ref != nil {
+		b.refuse(rq, r, nc, ref)
+		return
+	}
+	r = r.WithContext(withExchange(r.Context(), rq.ex))
+	if b.cfg.Cache == nil {
+		b.proxy.ServeHTTP(rq.rec, r)
+		return
+	}
+	rq.cache = b.cfg.Cache.ServeCache(rq.rec, r, CacheRequest{API: rq.api, Proxy: b.proxy, Upstream: b.client})
+}
+
+// request is one node request being served.
+type request struct {
+	start time.Time
+	api   API
+	rec   *recorder
+	ex    *exchange
+	cache string
+}
+
+// refuse answers a refused request with the OCI error DENIED.
+func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal) {
+	rq.ex.fail(errors.New("refused: "+ref.msg), false)
+	b.cfg.Metrics.refusal(b.cfg.Route, ref.reason)
+	b.warn.log(b.log, slog.LevelWarn, "refused/"+ref.reason, "http request refused",
+		"route", b.cfg.Route, "client", clientString(nc), "node", nc.Node, "method", r.Method, "host", r.Host,
+		"path", r.URL.Path, "status", ref.status, "reason", ref.reason)
+	if ref.status == http.StatusMethodNotAllowed {
+		rq.rec.Header().Set("Allow", joinMethods(b.policy.methods))
+	}
+	writeOCIError(rq.rec, ref.status, codeDenied, ref.msg)
+}
+
+// finish counts the request and writes its audit record. It runs
+// deferred, so also when ReverseProxy aborts the response (a panic with
+// http.ErrAbortHandler, which it passes on).
+func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
+	p := recover()
+	up, digest, err, aborted := rq.ex.snapshot()
+	if err == nil && rq.rec.err != nil {
+		err = rq.rec.err
+	}
+	if p != nil && p != http.ErrAbortHandler {
+		b.log.Error("panic serving an http request", "route", b.cfg.Route, "method", r.Method, "path", r.URL.Path,
+			"panic", p, "stack", string(debug.Stack()))
+		err, p = fmt.Errorf("internal error: %v", p), http.ErrAbortHandler
+	}
+	d := time.Since(rq.start)
+	b.cfg.Metrics.done(b.cfg.Route, rq.api.Kind, rq.rec.status, d)
+	if rq.api.Digest != "" {
+		digest = rq.api.Digest
+	}
+	rec := &AuditRecord{
+		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
+		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
+		Cache: rq.cache, Upstream: up,
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	b.cfg.Audit.Write(rec)
+	nc.end(aborted && p != nil)
+	if p != nil {
+		panic(p)
+	}
+}
+
+// clientString is the node's address as ip:port.
+func clientString(nc *nodeConn) string {
+	if nc == nil || nc.Client == nil {
+		return ""
+	}
+	return nc.Client.String()
+}
+
+func joinMethods(m []string) string {
+	s := ""
+	for i, v := range m {
+		if i > 0 {
+			s += ", "
+		}
+		s += v
+	}
+	return s
+}

@@ -1,0 +1,82 @@
+package httpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+)
+
+// copyBufferSize is the buffer of each response (and request body) being
+// streamed: with the servers' and the transport's own few KiB, what one
+// request in flight costs, however large the blob.
+const copyBufferSize = 32 << 10
+
+// bufferPool recycles the copy buffers of ReverseProxy.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+// newProxy is the route's reverse proxy: Rewrite sets the forwarding
+// headers, the transport picks the upstream, ModifyResponse watches the
+// body, ErrorHandler answers in OCI errors.
+func (b *Bridge) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        b.rewrite,
+		Transport:      b.client,
+		BufferPool:     &bufferPool{},
+		ModifyResponse: b.modifyResponse,
+		ErrorHandler:   b.proxyError,
+		ErrorLog:       b.errLog,
+	}
+}
+
+// rewrite prepares the upstream request: the node's Host, the URL's host
+// chosen per attempt by the transport, and the forwarding headers (the
+// node's own dropped; ReverseProxy has removed the hop-by-hop ones).
+func (b *Bridge) rewrite(pr *httputil.ProxyRequest) {
+	pr.Out.URL.Scheme = "https"
+	pr.Out.URL.Host = pr.In.Host
+	pr.Out.Host = pr.In.Host
+	dropForwarding(pr.Out.Header)
+	if nc := connFrom(pr.In.Context()); b.cfg.Forwarded && nc != nil {
+		setForwarded(pr.Out.Header, nc.ip)
+	}
+}
+
+// modifyResponse notes the response's digest and watches its body for an
+// upstream failing mid-body.
+func (b *Bridge) modifyResponse(resp *http.Response) error {
+	ex := exchangeFrom(resp.Request.Context())
+	ex.setDigest(resp.Header.Get("Docker-Content-Digest"))
+	resp.Body = &watchedBody{ReadCloser: resp.Body, ex: ex}
+	return nil
+}
+
+// proxyError answers a request no upstream answered: 503 when none is
+// healthy, else 502, with an OCI error body; nothing when the node left.
+func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	ex := exchangeFrom(r.Context())
+	if r.Context().Err() != nil {
+		ex.fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
+		return
+	}
+	ex.fail(err, false)
+	status := http.StatusBadGateway
+	if errors.Is(err, ErrNoUpstream) {
+		status = http.StatusServiceUnavailable
+	}
+	b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
+		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	writeOCIError(w, status, codeUnavailable, err.Error())
+}

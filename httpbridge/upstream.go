@@ -1,0 +1,219 @@
+package httpbridge
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/snigate/snigate/upstream"
+)
+
+// upstreamStreamBuffer bounds what an HTTP/2 upstream may send ahead on
+// one request before the node reads it: the memory a slow node can make
+// one request hold.
+const upstreamStreamBuffer = 256 << 10
+
+// ErrNoUpstream: every upstream of the route is down, draining or in
+// maintenance; the node gets 503.
+var ErrNoUpstream = errors.New("no healthy upstream")
+
+// errConnectTimeout is the cause of an attempt that ran out of
+// ConnectTimeout.
+var errConnectTimeout = errors.New("timeouts.connect exceeded")
+
+// upstreamClient is the route's client to its registry: one pool of mTLS
+// connections (HTTP/2 where the registry offers it, keep-alive HTTP/1.1
+// otherwise) reused across nodes, on the healthy upstreams in the pool's
+// order. It is an http.RoundTripper; the URL's host of each request is
+// replaced with the upstream's address, its Host header is kept.
+type upstreamClient struct {
+	cfg       *Config
+	report    dialReporter // nil: the pool takes no reports
+	transport *http.Transport
+	sessions  tls.ClientSessionCache // when UpstreamTLS gives none
+	follow    *redirector            // nil: redirects pass
+}
+
+func newUpstreamClient(cfg *Config) *upstreamClient {
+	u := &upstreamClient{cfg: cfg, sessions: tls.NewLRUClientSessionCache(64)}
+	u.report, _ = cfg.Upstreams.(dialReporter)
+	u.transport = &http.Transport{
+		DialTLSContext:        u.dialTLS,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   DefaultMaxIdleConnsPerHost,
+		IdleConnTimeout:       DefaultUpstreamIdleTimeout,
+		DisableCompression:    true, // Accept-Encoding and bodies pass untouched
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
+		HTTP2: &http.HTTP2Config{
+			MaxReceiveBufferPerStream: upstreamStreamBuffer,
+			SendPingTimeout:           30 * time.Second,
+			PingTimeout:               15 * time.Second,
+		},
+	}
+	if cfg.Redirects == RedirectsFollow {
+		u.follow = newRedirector(cfg)
+	}
+	return u
+}
+
+// hostKey carries the *upstream.Host of an attempt to dialTLS.
+type hostKey struct{}
+
+// RoundTrip sends req to the first candidate and, for a request that can
+// be sent again (GET or HEAD without a body), to the next ones while the
+// attempt fails before a response: nothing has reached the node yet.
+func (u *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	hosts := u.cfg.Upstreams.Candidates()
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", u.cfg.Route, ErrNoUpstream)
+	}
+	retry := canRetry(req)
+	var errs []error
+	for i, h := range hosts {
+		resp, err := u.try(req, h)
+		if err == nil {
+			return u.redirected(req, resp)
+		}
+		errs = append(errs, err)
+		if !retry || req.Context().Err() != nil || i == len(hosts)-1 {
+			break
+		}
+		u.cfg.Metrics.retry(u.cfg.Route)
+	}
+	return nil, fmt.Errorf("route %q: %d of %d upstreams tried, all failed: %w", u.cfg.Route, len(errs), len(hosts), errors.Join(errs...))
+}
+
+// canRetry: an idempotent request without a body.
+func canRetry(req *http.Request) bool {
+	return (req.Method == http.MethodGet || req.Method == http.MethodHead) &&
+		(req.Body == nil || req.Body == http.NoBody)
+}
+
+// try sends req to h, counting it in h's active requests until the
+// response body is closed.
+func (u *upstreamClient) try(req *http.Request, h *upstream.Host) (*http.Response, error) {
+	out := req.WithContext(context.WithValue(req.Context(), hostKey{}, h))
+	url := *req.URL
+	url.Scheme, url.Host = "https", h.Addr()
+	out.URL = &url
+	release := h.Acquire()
+	resp, err := u.transport.RoundTrip(out)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("upstream %s: %w", h.Addr(), err)
+	}
+	exchangeFrom(req.Context()).setUpstream(h.Addr())
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// releaseBody releases an upstream's active count when closed.
+type releaseBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
+}
+
+// redirected follows resp when it is a redirect to a foreign host and
+// the route follows redirects; else it returns resp.
+func (u *upstreamClient) redirected(req *http.Request, resp *http.Response) (*http.Response, error) {
+	if !isRedirect(resp) {
+		return resp, nil
+	}
+	if u.follow == nil || !u.follow.foreign(req, resp) {
+		u.cfg.Metrics.redirect(u.cfg.Route, RedirectPassed)
+		return resp, nil
+	}
+	return u.follow.follow(req, resp)
+}
+
+// dialTLS opens one upstream connection: TCP and the TLS handshake with
+// the route's client configuration, within ConnectTimeout, reported to
+// the pool's passive health.
+func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	attempt, cancel := context.WithTimeoutCause(ctx, u.cfg.ConnectTimeout, errConnectTimeout)
+	defer cancel()
+	c, err := u.handshake(attempt, network, addr)
+	if h, ok := ctx.Value(hostKey{}).(*upstream.Host); ok && u.report != nil && ctx.Err() == nil {
+		u.report.ReportDial(h, err)
+	}
+	if err != nil && context.Cause(attempt) == errConnectTimeout {
+		err = fmt.Errorf("%w (%v): %w", errConnectTimeout, u.cfg.ConnectTimeout, err)
+	}
+	return c, err
+}
+
+func (u *upstreamClient) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
+	raw, err := u.cfg.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	cfg := u.tlsConfig(addr)
+	tc := tls.Client(raw, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("tls handshake with %s (server name %q): %w", addr, cfg.ServerName, err)
+	}
+	return tc, nil
+}
+
+// tlsConfig is the client configuration of one dial to addr.
+func (u *upstreamClient) tlsConfig(addr string) *tls.Config {
+	var cfg *tls.Config
+	if u.cfg.UpstreamTLS != nil {
+		cfg = u.cfg.UpstreamTLS()
+	}
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	cfg.NextProtos = []string{"h2", "http/1.1"}
+	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	store := cfg.ClientSessionCache
+	if store == nil {
+		store = u.sessions
+	}
+	cfg.ClientSessionCache = addrSessions{cache: store, addr: addr}
+	return cfg
+}
+
+// serverName is the name the route's upstream connections present: the
+// Host of the gateway's own requests (Probe).
+func (u *upstreamClient) serverName(addr string) string { return u.tlsConfig(addr).ServerName }
+
+// closeIdle closes the idle upstream connections.
+func (u *upstreamClient) closeIdle() {
+	u.transport.CloseIdleConnections()
+	if u.follow != nil {
+		u.follow.transport.CloseIdleConnections()
+	}
+}
+
+// addrSessions keys a session cache by upstream address and server
+// name, as sni's bridge and the health checks do, so that round-robin
+// does not make upstreams reject each other's tickets.
+type addrSessions struct {
+	cache tls.ClientSessionCache
+	addr  string
+}
+
+func (s addrSessions) Get(key string) (*tls.ClientSessionState, bool) {
+	return s.cache.Get(s.addr + " " + key)
+}
+
+func (s addrSessions) Put(key string, cs *tls.ClientSessionState) { s.cache.Put(s.addr+" "+key, cs) }

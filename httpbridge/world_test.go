@@ -1,0 +1,268 @@
+package httpbridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/sni"
+	"github.com/snigate/snigate/upstream"
+)
+
+// registryName is the name nodes pull from: the SNI of the route.
+const registryName = "registry.test"
+
+// waitLimit bounds every wait for an event in these tests; it is a
+// failure deadline, never a synchronisation delay.
+const waitLimit = 10 * time.Second
+
+// testPKI is one CA for everything: the registry's server certificate,
+// the edge's client certificate, the gateway's serving certificate.
+type testPKI struct {
+	ca                         *pki.Authority
+	upCert, edgeCert, serveCrt tls.Certificate
+}
+
+func newTestPKI(tb testing.TB) *testPKI {
+	tb.Helper()
+	ca, err := pki.NewAuthority("test CA")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &testPKI{ca: ca}
+	p.upCert = p.leaf(tb, "registry", registryName, "127.0.0.1")
+	p.edgeCert = p.leaf(tb, "edge")
+	p.serveCrt = p.leaf(tb, "gateway", registryName)
+	return p
+}
+
+func (p *testPKI) leaf(tb testing.TB, cn string, names ...string) tls.Certificate {
+	tb.Helper()
+	c, _, _, err := p.ca.Leaf(cn, names...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// upstreamTLS is a registry's server configuration: client certificates
+// required, the given ALPN protocols.
+func (p *testPKI) upstreamTLS(protos ...string) *tls.Config {
+	return &tls.Config{
+		Certificates: []tls.Certificate{p.upCert}, ClientAuth: tls.RequireAndVerifyClientCert,
+		ClientCAs: p.ca.Pool(), NextProtos: protos,
+	}
+}
+
+// edgeTLS is the bridge's client configuration.
+func (p *testPKI) edgeTLS() *tls.Config {
+	return &tls.Config{RootCAs: p.ca.Pool(), Certificates: []tls.Certificate{p.edgeCert}, ServerName: registryName}
+}
+
+// testUpstream is a TLS HTTP server standing in for a registry.
+type testUpstream struct {
+	addr string
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+// startUpstream serves h over TLS with cfg on 127.0.0.1:0 (h2 when cfg
+// offers it).
+func startUpstream(tb testing.TB, cfg *tls.Config, h http.Handler) *testUpstream {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u := &testUpstream{addr: ln.Addr().String(), ln: ln, done: make(chan struct{})}
+	u.srv = &http.Server{Handler: h, TLSConfig: cfg, ErrorLog: discardLog(), ReadHeaderTimeout: waitLimit}
+	if !contains(cfg.NextProtos, "h2") {
+		u.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	go func() {
+		defer close(u.done)
+		_ = u.srv.ServeTLS(ln, "", "")
+	}()
+	tb.Cleanup(u.stop)
+	return u
+}
+
+// stop closes the server and every connection it has.
+func (u *testUpstream) stop() {
+	_ = u.srv.Close()
+	<-u.done
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// world is a gateway (an sni.Server whose route's Handler is a Bridge)
+// in front of upstreams, with captured logs, metrics and audit records.
+type world struct {
+	pki    *testPKI
+	pool   *upstream.Pool
+	bridge *Bridge
+	srv    *sni.Server
+	addr   string
+	logs   *logSink
+	reg    *prometheus.Registry
+	m      *Metrics
+	audit  *memAudit
+}
+
+// worldOpts adjust a world.
+type worldOpts struct {
+	cfg   Config // Route, Upstreams, UpstreamTLS, Log, Metrics, Audit are set by newWorld when zero
+	idle  time.Duration
+	addrs []string
+}
+
+func newWorld(tb testing.TB, p *testPKI, o worldOpts) *world {
+	tb.Helper()
+	w := &world{pki: p, logs: newLogSink(), reg: prometheus.NewRegistry()}
+	w.m = NewMetrics(w.reg)
+	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pool, err := upstream.New(upstream.Config{Route: "registry", Addrs: o.addrs, Logger: logger, Check: upstream.Check{Fall: 1}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.pool = pool
+	cfg := o.cfg
+	cfg.Route, cfg.Upstreams, cfg.Log, cfg.Metrics = "registry", pool, logger, w.m
+	if cfg.UpstreamTLS == nil {
+		cfg.UpstreamTLS = p.edgeTLS
+	}
+	if cfg.Audit == nil {
+		w.audit = newMemAudit(tb, logger, w.m)
+		cfg.Audit = w.audit.log
+	}
+	if w.bridge, err = New(cfg); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(w.bridge.Close)
+	w.startGateway(tb, logger, o.idle)
+	return w
+}
+
+func (w *world) startGateway(tb testing.TB, log *slog.Logger, idle time.Duration) {
+	tb.Helper()
+	tab, err := sni.NewTable([]*sni.Route{{
+		Name: "registry", SNI: []string{registryName}, Mode: sni.ModeBridge, Pool: w.pool,
+		Serve: staticCert{&w.pki.serveCrt}, Handler: w.bridge,
+	}}, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if idle == 0 {
+		idle = time.Hour
+	}
+	if w.srv, err = sni.New(sni.Config{IdleTimeout: idle, Logger: log}, tab); err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.addr = ln.Addr().String()
+	served := make(chan error, 1)
+	go func() { served <- w.srv.Serve(ln) }()
+	tb.Cleanup(func() {
+		w.srv.Close()
+		if err := <-served; !errors.Is(err, sni.ErrServerClosed) {
+			tb.Errorf("Serve: %v", err)
+		}
+	})
+}
+
+type staticCert struct{ c *tls.Certificate }
+
+func (s staticCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.c, nil }
+
+// node is an HTTP client on a node: DNS sends registryName to the
+// gateway; proto "h2" or "http/1.1".
+func (w *world) node(tb testing.TB, proto string) *http.Client {
+	tb.Helper()
+	t := &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: w.pki.ca.Pool(), ServerName: registryName, NextProtos: []string{proto}},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return new(net.Dialer).DialContext(ctx, network, w.addr)
+		},
+		ForceAttemptHTTP2:  proto == "h2",
+		DisableCompression: true,
+	}
+	if proto != "h2" {
+		t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	tb.Cleanup(t.CloseIdleConnections)
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// logSink captures slog text output and wakes waiters on each record.
+type logSink struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	notify chan struct{}
+}
+
+func newLogSink() *logSink { return &logSink{notify: make(chan struct{})} }
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	close(l.notify)
+	l.notify = make(chan struct{})
+	return len(p), nil
+}
+
+// wait returns the first log line containing every one of parts.
+func (l *logSink) wait(tb testing.TB, parts ...string) string {
+	tb.Helper()
+	timeout := time.After(waitLimit)
+	for {
+		l.mu.Lock()
+		text, ch := l.buf.String(), l.notify
+		l.mu.Unlock()
+		for _, line := range strings.Split(text, "\n") {
+			if line != "" && containsAll(line, parts) {
+				return line
+			}
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			tb.Fatalf("no log line with %q; log:\n%s", parts, text)
+		}
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

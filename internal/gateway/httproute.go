@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"crypto/x509"
+	"os"
+
+	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/internal/certs"
+	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/upstream"
+)
+
+// httpHandler builds the handler of a bridge route with an http: section
+// (the HTTP-aware bridge): the node's HTTP is served by the gateway and
+// sent to the route's upstreams over a pool of connections that present
+// the edge identity, from the same client side (ct) as every other
+// upstream connection of the route. The route's audit log is opened
+// (joined, when another route names the same file), except by `check`,
+// which opens no file for writing.
+func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Route, ct *certs.ClientTLS, pool *upstream.Pool) (*httpbridge.Bridge, error) {
+	h := rc.HTTP
+	var audit *httpbridge.AuditLog
+	if h.AuditLog != "" && !g.dryRun {
+		var err error
+		if audit, err = httpbridge.OpenAudit(h.AuditLog, g.log, g.metrics.http); err != nil {
+			return nil, err
+		}
+		gen.audits = append(gen.audits, audit)
+	}
+	b, err := httpbridge.New(httpbridge.Config{
+		Route:          rc.Name,
+		Upstreams:      pool,
+		UpstreamTLS:    checkClientTLS(ct, rc),
+		ConnectTimeout: cfg.Timeouts.Connect,
+		Forwarded:      h.Forwarded,
+		Methods:        h.Methods,
+		Repositories:   h.Repositories,
+		Redirects:      h.Redirects,
+		RedirectRoots:  redirectRoots(rc),
+		Audit:          audit,
+		Metrics:        g.metrics.http,
+		Log:            g.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	gen.bridges = append(gen.bridges, b)
+	return b, nil
+}
+
+// redirectRoots is what a followed redirect trusts: the system roots plus
+// upstream_tls.ca as the generation reads it (a storage host or CDN is
+// usually signed by a public CA; a private one goes into upstream_tls.ca,
+// which config has checked).
+func redirectRoots(rc *config.Route) *x509.CertPool {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if rc.UpstreamTLS.CA != "" {
+		if pem, err := os.ReadFile(rc.UpstreamTLS.CA); err == nil {
+			pool.AppendCertsFromPEM(pem)
+		}
+	}
+	return pool
+}
+
+// retire ends the generation's HTTP bridges (their node connections close
+// at the next request boundary, idle upstream connections now) and
+// releases its audit logs, once a newer generation is in force or the
+// gateway has drained.
+func (gen *generation) retire() {
+	for _, b := range gen.bridges {
+		b.Close()
+	}
+	for _, a := range gen.audits {
+		a.Close()
+	}
+	gen.bridges, gen.audits = nil, nil
+}
+
+// reopenAudits reopens the generation's audit log files (SIGHUP, reload):
+// logrotate moves a file away, then signals.
+func (gen *generation) reopenAudits() {
+	for _, a := range gen.audits {
+		a.Reopen()
+	}
+}
