@@ -29,8 +29,7 @@ func httpClientTLS(t target, p *material, curves []tls.CurveID) *tls.Config {
 
 // transports makes the HTTP/1.1 client transports of one measurement,
 // each dialing the target's http address whatever the URL says, and
-// closes all their connections at the end. new is called from one
-// goroutine at a time.
+// closes all their connections at the end.
 type transports struct {
 	mu  sync.Mutex
 	all []*http.Transport
@@ -103,7 +102,7 @@ func fetch(ctx context.Context, c *http.Client, path string, hdr http.Header, bu
 }
 
 // readAll reads r to EOF through buf and returns the byte count; buf
-// holds the body when it fits (else the last bytes read).
+// holds the body when it fits.
 func readAll(r io.Reader, buf []byte) (int64, error) {
 	var n int64
 	for {
