@@ -92,7 +92,8 @@ const rssSampleEvery = 100 * time.Millisecond
 
 // httpBigBlob is scenario 7c: streams keep-alive connections (each warmed
 // by GET /v2/) download the large blob again and again for tputTime;
-// the proxy's RSS is sampled meanwhile.
+// the proxy's RSS is sampled meanwhile (and, with a pprof endpoint, its
+// CPU profiled).
 func (r *runner) httpBigBlob(streams int) func(*runner, target, int) (Result, error) {
 	return func(r *runner, t target, round int) (Result, error) {
 		res := r.newResult(fmt.Sprintf("http-bigblob-%d", streams), t, round)
@@ -112,9 +113,11 @@ func (r *runner) httpBigBlob(streams int) func(*runner, target, int) (Result, er
 		up0, _ := fetchUpstreamStats(r.upstreamStats)
 		proxy := processTree(t.PID)
 		before := rssKiB(proxy)
+		prof := r.startProfile(t, res, r.tputTime)
 		cpu := startCPU(t.PID, r.upstreamPID)
 		dl := downloadAll(clients, blobPath(r.catalog.big.Digest), r.tputTime, proxy)
 		res.CPU = cpu.stop()
+		prof.finish(&res, int(dl.completed)+streams) // the downloads cut off at the end count too
 		up1, uerr := fetchUpstreamStats(r.upstreamStats)
 		upstreamDelta(&res, up0, up1, uerr)
 		return res, dl.values(&res, before, streams)
