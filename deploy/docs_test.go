@@ -116,8 +116,17 @@ func checkCtl(t *testing.T, f string, words []string) {
 func TestDocsTroubleshooting(t *testing.T) {
 	doc := readFile(t, "../docs/troubleshooting.md")
 	var symptoms []string
+	inTable := false // in the symptoms table (other tables, such as doctor's, have their own columns)
 	for _, line := range bytes.Split(doc, []byte("\n")) {
-		if !bytes.HasPrefix(line, []byte("| ")) || bytes.HasPrefix(line, []byte("| Symptom")) {
+		if bytes.HasPrefix(line, []byte("| Symptom")) {
+			inTable = true
+			continue
+		}
+		if !bytes.HasPrefix(line, []byte("| ")) {
+			inTable = false
+			continue
+		}
+		if !inTable || bytes.HasPrefix(line, []byte("| ---")) {
 			continue
 		}
 		cells := strings.Split(strings.ReplaceAll(string(line), `\|`, ""), " | ")

@@ -92,8 +92,14 @@ func (b *Bridge) serveH1(ctx context.Context, nc *nodeConn) {
 			close(finished)
 		}
 	}
+	drain := func() {
+		hs.SetKeepAlivesEnabled(false) // closes the connection if idle, else after the answer
+		if !nc.hasServed() {
+			_ = nc.Close() // connected and silent: nothing to finish
+		}
+	}
 	draining := nc.isDraining()
-	nc.startIdle(func() { hs.SetKeepAlivesEnabled(false) })
+	nc.startIdle(drain)
 	if draining {
 		hs.SetKeepAlivesEnabled(false)
 	}
@@ -105,12 +111,12 @@ func (b *Bridge) serveH1(ctx context.Context, nc *nodeConn) {
 // so that draining sends this connection's GOAWAY.
 func (b *Bridge) serveH2(ctx context.Context, nc *nodeConn) {
 	hs := b.newServer(ctx, nc)
-	h2 := &http2.Server{CountError: func(string) { nc.protocolError() }}
+	h2 := &http2.Server{}
 	if err := http2.ConfigureServer(hs, h2); err != nil {
 		b.log.Error("http/2 server configuration", "route", b.cfg.Route, "err", err)
 		return
 	}
-	goaway := func() { go func() { _ = hs.Shutdown(ctx) }() }
+	goaway := func() { _ = hs.Shutdown(ctx) } // runs the GOAWAY hook; tracks no connection, so returns at once
 	nc.startIdle(goaway)
 	if nc.isDraining() {
 		goaway()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -50,7 +51,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 		"route", b.cfg.Route, "client", clientString(nc), "node", nc.Node, "method", r.Method, "host", r.Host,
 		"path", r.URL.Path, "status", ref.status, "reason", ref.reason)
 	if ref.status == http.StatusMethodNotAllowed {
-		rq.rec.Header().Set("Allow", joinMethods(b.policy.methods))
+		rq.rec.Header().Set("Allow", strings.Join(b.policy.methods, ", "))
 	}
 	writeOCIError(rq.rec, ref.status, codeDenied, ref.msg)
 }
@@ -95,15 +96,4 @@ func clientString(nc *nodeConn) string {
 		return ""
 	}
 	return nc.Client.String()
-}
-
-func joinMethods(m []string) string {
-	s := ""
-	for i, v := range m {
-		if i > 0 {
-			s += ", "
-		}
-		s += v
-	}
-	return s
 }

@@ -2,6 +2,7 @@ package httpbridge
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"strings"
@@ -169,5 +170,28 @@ func TestNewErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDrainClosesSilentConnection: a node connection that has sent no
+// request is closed when the gateway drains, instead of holding the drain
+// until its read header timeout.
+func TestDrainClosesSilentConnection(t *testing.T) {
+	p := newTestPKI(t)
+	up, _ := echoUpstream(t, p)
+	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{ReadHeaderTimeout: time.Hour}})
+	c, err := tls.Dial("tcp", w.addr, &tls.Config{RootCAs: p.ca.Pool(), ServerName: registryName, NextProtos: []string{"http/1.1"},
+		MaxVersion: tls.VersionTLS12}) // the server's handshake ends before the client's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := w.srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v (the silent connection held the drain)", err)
+	}
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("the silent connection is still open")
 	}
 }

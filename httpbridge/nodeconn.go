@@ -37,7 +37,6 @@ type nodeConn struct {
 	idle     *time.Timer // runs while active == 0; nil without an idle timeout
 	idled    bool        // the idle timer ended the connection
 	upstream bool        // the last request was aborted by the upstream
-	protoErr bool        // the node broke the HTTP/2 protocol
 	finished bool        // the connection is done: no request starts any more
 	draining bool
 	drainFn  func() // makes the server close at the next request boundary
@@ -139,13 +138,6 @@ func (c *nodeConn) finish() {
 	}
 }
 
-// protocolError notes that the node broke the HTTP/2 protocol.
-func (c *nodeConn) protocolError() {
-	c.mu.Lock()
-	c.protoErr = true
-	c.mu.Unlock()
-}
-
 // drain makes the connection close at the next request boundary (HTTP/1.1:
 // after the current response; HTTP/2: GOAWAY, then close once the streams
 // in flight are done).
@@ -165,6 +157,13 @@ func (c *nodeConn) drain(why string) {
 	fn := c.drainFn
 	c.mu.Unlock()
 	fn()
+}
+
+// hasServed reports whether a request has begun on the connection.
+func (c *nodeConn) hasServed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.served > 0
 }
 
 // isDraining reports whether the connection closes at the next boundary.
@@ -197,11 +196,9 @@ func (c *nodeConn) watch(ctx context.Context) {
 // end, else an error wrapping one of sni's kinds.
 func (c *nodeConn) result() error {
 	c.mu.Lock()
-	idled, up, proto, served := c.idled, c.upstream, c.protoErr, c.served
+	idled, up, served := c.idled, c.upstream, c.served
 	c.mu.Unlock()
 	switch {
-	case proto:
-		return fmt.Errorf("the node broke the HTTP/2 protocol: %w", sni.ErrBridgeClient)
 	case idled:
 		return fmt.Errorf("no request for %v: %w", c.IdleTimeout, sni.ErrBridgeIdle)
 	case up:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/snigate/snigate/internal/memregistry"
 )
@@ -106,6 +107,17 @@ func TestPullThroughBridge(t *testing.T) {
 				if r.Proto != tt.upstream || r.Host != registryName || r.Header.Get("X-Forwarded-For") != "127.0.0.1" {
 					t.Errorf("%s %s: proto %s host %q X-Forwarded-For %q, want %s, %q, 127.0.0.1",
 						r.Method, r.URL.Path, r.Proto, r.Host, r.Header.Get("X-Forwarded-For"), tt.upstream, registryName)
+				}
+			}
+			if n := testutil.ToFloat64(w.m.requests.WithLabelValues("registry", "blob", "200")); n < 1 {
+				t.Errorf("requests_total{kind=blob,code=200} = %v", n)
+			}
+			if n := testutil.CollectAndCount(w.m.duration); n < 3 {
+				t.Errorf("duration histogram has %d series, want base, manifest and blob", n)
+			}
+			for _, rec := range w.audit.wait(t, len(reqs)) {
+				if rec.Client == "" || rec.Upstream != up.addr || rec.Status != 200 && rec.Status != 401 || rec.Kind == KindBlob && rec.Digest == "" {
+					t.Errorf("audit %+v", rec)
 				}
 			}
 			node.CloseIdleConnections()

@@ -1,6 +1,7 @@
 package httpbridge
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -53,5 +54,5 @@ func (w *warnLimiter) log(l *slog.Logger, level slog.Level, reason, msg string, 
 	if suppressed > 0 {
 		args = append(args, "suppressed", suppressed)
 	}
-	l.Log(nil, level, msg, args...) //nolint:staticcheck // no context to pass
+	l.Log(context.Background(), level, msg, args...)
 }

@@ -37,6 +37,7 @@ const usage = `usage:
   snigate ctl [--admin ADDR] set ROUTE UPSTREAM STATE    (STATE: ready | drain | maint)
   snigate node-config -c FILE [--out DIR] [--runtime containerd|docker|podman]
   snigate doctor NAME [--ca FILE] [--dns ADDR]
+  snigate ctl [--admin ADDR] answers                     (dns.answer_check: addresses given in DNS answers)
   snigate version
 `
 
@@ -242,6 +243,15 @@ func cmdCtl(args []string, stdout, stderr io.Writer) int {
 			return failure(stderr, "ctl", err)
 		}
 		return exitOK
+	case len(rest) == 1 && rest[0] == "answers":
+		st, err := c.Answers(ctx)
+		if err == nil {
+			err = admin.WriteAnswerTable(stdout, st)
+		}
+		if err != nil {
+			return failure(stderr, "ctl", err)
+		}
+		return exitOK
 	case len(rest) == 4 && rest[0] == "set":
 		state, err := upstream.ParseState(rest[3])
 		if err != nil {
@@ -254,7 +264,7 @@ func cmdCtl(args []string, stdout, stderr io.Writer) int {
 		}
 		return writeTable(stdout, stderr, st)
 	}
-	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\" or \"set ROUTE UPSTREAM STATE\"\n%s", usage)
+	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\", \"answers\" or \"set ROUTE UPSTREAM STATE\"\n%s", usage)
 	return exitUsage
 }
 

@@ -171,7 +171,7 @@ func allow(h http.Handler, methods ...string) http.Handler {
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the admin listener serves /healthz, /readyz, /metrics, GET /api/upstreams and POST /api/upstreams/{route}/{upstream}", r.URL.Path))
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the admin listener serves /healthz, /readyz, /metrics, GET /api/upstreams, POST /api/upstreams/{route}/{upstream} and GET /api/answers", r.URL.Path))
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

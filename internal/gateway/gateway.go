@@ -114,6 +114,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 	}
 	g.admin = admin.New(admin.Config{
 		Upstreams: g,
+		Answers:   g,
 		ReadyFunc: g.ready.Load,
 		Gatherer:  g.registry,
 		Logger:    g.log,

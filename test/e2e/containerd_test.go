@@ -19,15 +19,15 @@ type containerd struct {
 	proc     *proc
 }
 
-// containerdConfig is config version 2. The CRI plugin is disabled (no
-// kubelet here: ctr pulls through the client-side resolver, configured by
-// --hosts-dir), but its registry.config_path points at the same certs.d
-// directory, as on a real node.
+// containerdConfig is config version 2. ctr pulls through the
+// client-side resolver, configured by --hosts-dir; the CRI plugin (what
+// the kubelet pulls through; crictl here) reads the same certs.d directory
+// through registry.config_path, as on a real node. No CNI is configured:
+// only its image service is used.
 func containerdConfig(dir, socket, hostsDir string) string {
 	return fmt.Sprintf(`version = 2
 root = %q
 state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
 
 [grpc]
   address = %q

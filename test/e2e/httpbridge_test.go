@@ -212,7 +212,8 @@ func (w *world) waitRegistryLog(t *testing.T, uri string) string {
 				return err
 			}
 			for _, line := range strings.Split(string(b), "\n") {
-				if strings.Contains(line, `uri="`+uri+`"`) && remoteAddrField.MatchString(line) {
+				if (strings.Contains(line, "uri="+uri+" ") || strings.Contains(line, `uri="`+uri+`"`)) &&
+					strings.Contains(line, "http.request.host="+httpHost) && remoteAddrField.MatchString(line) {
 					found = line
 					return nil
 				}
