@@ -14,12 +14,18 @@
 #                                                 #   CPU, alloc, heap, goroutine profiles
 #
 # Scenarios (loadgen names): splice-rate, splice-tput (1 and 8 streams),
-# bridge-full, bridge-resumed, bridge-tput, idle-mem; then bench/dns/run.sh
-# when it exists (DNS=0 skips it). Targets: direct snigate snigate-x25519
-# haproxy nginx sniproxy (sniproxy: splice only; snigate-x25519: bridge
-# only, the same gateway with serve.key_exchanges and
-# upstream_tls.key_exchanges [x25519], the key exchange OpenSSL 3.0 gives
-# HAProxy and nginx on both legs; direct: no idle-mem).
+# bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs,
+# http-bigblob (1 and 4 connections; SCENARIOS=http-* picks the three),
+# idle-mem; then bench/dns/run.sh when it exists (DNS=0 skips it).
+# Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
+# splice only; snigate-x25519: bridge and http only, the same gateway with
+# serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
+# exchange OpenSSL 3.0 gives HAProxy and nginx on both legs; direct: no
+# idle-mem). The http scenarios (issue 15) measure snigate's HTTP-aware
+# bridge (a bridge route with http: {}) against nginx as an HTTP reverse
+# proxy and HAProxy mode http, all reusing their upstream connections; a
+# snigate whose `snigate check` rejects the http route, or that does not
+# answer it as an HTTP proxy, is skipped there with the reason.
 #
 # Fair settings: 2 worker threads or processes for every proxy (sniproxy is
 # single-threaded), HAProxy splices (option splice-request and
@@ -37,6 +43,9 @@ TPUT_TIME=${TPUT_TIME:-3s}     # one throughput measurement
 CONC=${CONC:-32}               # concurrent connections (rate and handshakes)
 STREAMS=${STREAMS:-1,8}        # throughput stream counts
 IDLE_CONNS=${IDLE_CONNS:-9000} # idle tunnels (bounded by the fd hard limit, see below)
+HTTP_TIME=${HTTP_TIME:-4s}     # one http-manifest or http-blobs measurement
+HTTP_STREAMS=${HTTP_STREAMS:-1,4} # connections of the http-bigblob scenarios
+BIG_BLOB_MIB=${BIG_BLOB_MIB:-1024} # the registry's large blob (generated, never in memory)
 SCENARIOS=${SCENARIOS:-all}
 TARGETS=${TARGETS:-direct,snigate,snigate-x25519,haproxy,nginx,sniproxy}
 BASE_PORT=${BASE_PORT:-19400}
@@ -127,6 +136,7 @@ p_haproxy=$((BASE_PORT + 20)) p_haproxy_bridge=$((BASE_PORT + 21))
 p_nginx=$((BASE_PORT + 30)) p_nginx_bridge=$((BASE_PORT + 31))
 p_sniproxy=$((BASE_PORT + 40)) p_up_stats=$((BASE_PORT + 3))
 p_snigate_base=$((BASE_PORT + 14))
+p_up_http=$((BASE_PORT + 4)) p_haproxy_http=$((BASE_PORT + 22)) p_nginx_http=$((BASE_PORT + 32))
 
 # --- build -------------------------------------------------------------------
 
@@ -134,7 +144,7 @@ need go ss
 wanted haproxy && need "$HAPROXY"
 wanted nginx && need "$NGINX" "$NGINX_STREAM"
 wanted sniproxy && need "$SNIPROXY"
-for p in $p_up_splice $p_up_bridge $p_up_stats $p_snigate $p_pprof $p_snigate_base $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
+for p in $p_up_splice $p_up_bridge $p_up_stats $p_up_http $p_haproxy_http $p_nginx_http $p_snigate $p_pprof $p_snigate_base $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
 	port_free "$p"
 done
 
@@ -160,9 +170,10 @@ pki=$work
 
 # --- configurations ------------------------------------------------------------
 
-# snigate_config PORT [KEY_EXCHANGES]: the gateway's configuration; with
-# KEY_EXCHANGES (snigate-x25519), the bridge route's serve and upstream_tls
-# set key_exchanges, and nothing else differs.
+# snigate_config PORT [KEY_EXCHANGES] [HTTP]: the gateway's configuration;
+# with KEY_EXCHANGES (snigate-x25519), the bridge routes' serve and
+# upstream_tls set key_exchanges, and nothing else differs; with HTTP=1,
+# it has the http route too (the HTTP-aware bridge, issue 15).
 snigate_config() {
 	local kx= skx=
 	[ -n "${2:-}" ] && kx="
@@ -195,10 +206,42 @@ routes:
       ca: $pki/ca.crt
       server_name: upstream.bench.test$kx
 EOF
+	[ "${3:-}" = 1 ] || return 0
+	cat <<EOF
+  - name: http
+    sni: ["registry.bench.test"]
+    mode: bridge
+    upstreams: ["127.0.0.1:$p_up_http"]
+    health: {check: tls, interval: 30s}
+    serve: {cert: $pki/serve.crt, key: $pki/serve.key$skx}
+    upstream_tls:
+      cert: $pki/client.crt
+      key: $pki/client.key
+      ca: $pki/ca.crt
+      server_name: upstream.bench.test$kx
+    http: {}
+EOF
 }
-snigate_config "$p_snigate" >"$work/snigate.yaml"
-snigate_config "$p_snigate_base" >"$work/snigate-base.yaml"
-snigate_config "$p_snigate_x" x25519 >"$work/snigate-x25519.yaml"
+
+# write_snigate_config NAME PORT [KEY_EXCHANGES]: $work/NAME.yaml with the
+# http route when NAME's binary's `snigate check` accepts it (http_ok[NAME]
+# = 1), else without it (the http scenarios then skip NAME; the other
+# scenarios run as before).
+declare -A http_ok=()
+write_snigate_config() {
+	local bin=$work/snigate
+	[ "$1" = snigate-base ] && bin=$work/snigate-base
+	snigate_config "$2" "${3:-}" 1 >"$work/$1.yaml"
+	if "$bin" check -c "$work/$1.yaml" >"$work/$1-check.log" 2>&1; then
+		http_ok[$1]=1
+		return 0
+	fi
+	log "$1: snigate check rejects the http route, so the http scenarios skip $1: $(tr '\n' ' ' <"$work/$1-check.log")"
+	snigate_config "$2" "${3:-}" >"$work/$1.yaml"
+}
+write_snigate_config snigate "$p_snigate"
+[ -n "$BASE_REV" ] && write_snigate_config snigate-base "$p_snigate_base"
+write_snigate_config snigate-x25519 "$p_snigate_x" x25519
 
 # HAProxy: 2 threads, splice both ways (splice-request and splice-response:
 # with splice-auto alone HAProxy 2.6 never spliced the download stream of
@@ -233,6 +276,27 @@ frontend bridge
     default_backend up_bridge
 backend up_bridge
     server b1 127.0.0.1:$p_up_bridge ssl crt $pki/client.pem ca-file $pki/ca.crt verify required sni str(upstream.bench.test) verifyhost upstream.bench.test
+# The http scenarios: an HTTP reverse proxy of the registry, reusing its
+# upstream connections across clients (http-reuse always), the edge
+# client certificate on the server line, the forwarding headers set from
+# the client's address as snigate's http route sets them (replacing the
+# client's own).
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+    timeout http-request 10s
+frontend http
+    bind 127.0.0.1:$p_haproxy_http ssl crt $pki/serve.pem alpn http/1.1
+    http-request set-header X-Forwarded-For %[src]
+    http-request set-header X-Real-IP %[src]
+    http-request set-header X-Forwarded-Proto https
+    http-request set-header Forwarded for=%[src];proto=https
+    default_backend up_http
+backend up_http
+    http-reuse always
+    server h1 127.0.0.1:$p_up_http ssl crt $pki/client.pem ca-file $pki/ca.crt verify required sni str(upstream.bench.test) verifyhost upstream.bench.test
 EOF
 
 # nginx: 2 worker processes (reuseport spreads accepts over both), stream
@@ -280,6 +344,51 @@ stream {
         proxy_ssl_session_reuse on;
     }
 }
+# The http scenarios: an HTTP reverse proxy of the registry over a pool of
+# kept-alive upstream connections (upstream keepalive, HTTP/1.1 without
+# Connection: close), the edge client certificate, the forwarding headers
+# set from the client's address as snigate's http route sets them. A
+# large blob streams through 64 KiB of buffers (issue 15's memory budget
+# per request), never through temporary files (proxy_max_temp_file_size 0).
+http {
+    access_log off;
+    upstream registry {
+        server 127.0.0.1:$p_up_http;
+        keepalive 64;
+        keepalive_requests 1000000;
+        keepalive_timeout 10m;
+    }
+    server {
+        listen 127.0.0.1:$p_nginx_http ssl reuseport;
+        server_name registry.bench.test;
+        ssl_certificate     $pki/serve.crt;
+        ssl_certificate_key $pki/serve.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        keepalive_requests 1000000;
+        location / {
+            proxy_pass https://registry;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$host;
+            proxy_set_header X-Forwarded-For \$remote_addr;
+            proxy_set_header X-Real-IP \$remote_addr;
+            proxy_set_header X-Forwarded-Proto https;
+            proxy_set_header Forwarded "for=\$remote_addr;proto=https";
+            proxy_ssl_certificate     $pki/client.crt;
+            proxy_ssl_certificate_key $pki/client.key;
+            proxy_ssl_trusted_certificate $pki/ca.crt;
+            proxy_ssl_verify on;
+            proxy_ssl_name upstream.bench.test;
+            proxy_ssl_server_name on;
+            proxy_ssl_session_reuse on;
+            proxy_buffer_size 16k;
+            proxy_buffers 3 16k;
+            proxy_busy_buffers_size 32k;
+            proxy_max_temp_file_size 0;
+            proxy_read_timeout 1h;
+        }
+    }
+}
 EOF
 
 # sniproxy: single process, one event loop; a table with the one name; no
@@ -304,8 +413,9 @@ EOF
 
 start_upstream() {
 	"$work/loadgen" upstream -pki "$pki" -splice "127.0.0.1:$p_up_splice" -bridge "127.0.0.1:$p_up_bridge" \
-		-stats "127.0.0.1:$p_up_stats" >"$work/upstream.log" 2>&1 &
+		-stats "127.0.0.1:$p_up_stats" -http "127.0.0.1:$p_up_http" -big-blob-mib "$BIG_BLOB_MIB" >"$work/upstream.log" 2>&1 &
 	upstream_pid=$!
+	wait_listen "$p_up_http" upstream # listens once the large blob's digest is computed (about 1s per GiB)
 	wait_listen "$p_up_splice" upstream
 	wait_listen "$p_up_bridge" upstream
 }
@@ -336,11 +446,13 @@ start_proxies() {
 		"$HAPROXY" -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
 		pid[haproxy]=$!
 		wait_listen "$p_haproxy_bridge" haproxy
+		wait_listen "$p_haproxy_http" haproxy
 	fi
 	if wanted nginx; then
 		"$NGINX" -c "$work/nginx.conf" -p "$work/nginx" -e "$work/nginx.log" -g 'daemon off;' >>"$work/nginx.log" 2>&1 &
 		pid[nginx]=$!
 		wait_listen "$p_nginx_bridge" nginx
+		wait_listen "$p_nginx_http" nginx
 	fi
 	if wanted sniproxy; then
 		"$SNIPROXY" -f -c "$work/sniproxy.conf" >>"$work/sniproxy.log" 2>&1 &
@@ -349,23 +461,28 @@ start_proxies() {
 	fi
 }
 
+# http_of NAME PORT: the ",http=ADDR" of a snigate target whose
+# configuration has the http route (on the same listener, SNI
+# registry.bench.test), else nothing.
+http_of() { [ "${http_ok[$1]:-}" = 1 ] && echo ",http=127.0.0.1:$2" || true; }
+
 # target_flags: the loadgen -target flags, in round order.
 target_flags() {
 	local flags=()
-	wanted direct && flags+=(-target "name=direct,splice=127.0.0.1:$p_up_splice,bridge=127.0.0.1:$p_up_bridge,direct=1")
+	wanted direct && flags+=(-target "name=direct,splice=127.0.0.1:$p_up_splice,bridge=127.0.0.1:$p_up_bridge,http=127.0.0.1:$p_up_http,direct=1")
 	if wanted snigate; then
 		local extra=
 		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof"
-		flags+=(-target "name=snigate,splice=127.0.0.1:$p_snigate,bridge=127.0.0.1:$p_snigate,pid=${pid[snigate]}$extra")
+		flags+=(-target "name=snigate,splice=127.0.0.1:$p_snigate,bridge=127.0.0.1:$p_snigate$(http_of snigate "$p_snigate"),pid=${pid[snigate]}$extra")
 	fi
-	wanted snigate-base && flags+=(-target "name=snigate-base,splice=127.0.0.1:$p_snigate_base,bridge=127.0.0.1:$p_snigate_base,pid=${pid[snigate-base]}")
+	wanted snigate-base && flags+=(-target "name=snigate-base,splice=127.0.0.1:$p_snigate_base,bridge=127.0.0.1:$p_snigate_base$(http_of snigate-base "$p_snigate_base"),pid=${pid[snigate-base]}")
 	if wanted snigate-x25519 && [ -n "${pid[snigate-x25519]:-}" ]; then
 		local extra=
 		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof_x"
-		flags+=(-target "name=snigate-x25519,bridge=127.0.0.1:$p_snigate_x,pid=${pid[snigate-x25519]}$extra")
+		flags+=(-target "name=snigate-x25519,bridge=127.0.0.1:$p_snigate_x$(http_of snigate-x25519 "$p_snigate_x"),pid=${pid[snigate-x25519]}$extra")
 	fi
-	wanted haproxy && flags+=(-target "name=haproxy,splice=127.0.0.1:$p_haproxy,bridge=127.0.0.1:$p_haproxy_bridge,pid=${pid[haproxy]}")
-	wanted nginx && flags+=(-target "name=nginx,splice=127.0.0.1:$p_nginx,bridge=127.0.0.1:$p_nginx_bridge,pid=${pid[nginx]}")
+	wanted haproxy && flags+=(-target "name=haproxy,splice=127.0.0.1:$p_haproxy,bridge=127.0.0.1:$p_haproxy_bridge,http=127.0.0.1:$p_haproxy_http,pid=${pid[haproxy]}")
+	wanted nginx && flags+=(-target "name=nginx,splice=127.0.0.1:$p_nginx,bridge=127.0.0.1:$p_nginx_bridge,http=127.0.0.1:$p_nginx_http,pid=${pid[nginx]}")
 	wanted sniproxy && flags+=(-target "name=sniproxy,splice=127.0.0.1:$p_sniproxy,pid=${pid[sniproxy]}")
 	printf '%s\n' "${flags[@]}"
 }
@@ -378,7 +495,8 @@ loadgen_run() { # loadgen_run SCENARIOS ROUNDS FIRST_ROUND
 		-upstream-stats "127.0.0.1:$p_up_stats" -client-groups "$CLIENT_GROUPS" \
 		-scenarios "$1" -rounds "$2" -first-round "$3" -conc "$CONC" \
 		-rate-time "$RATE_TIME" -lat-rate "$LAT_RATE" -hs-time "$HS_TIME" -tput-time "$TPUT_TIME" \
-		-streams "$STREAMS" -idle-conns "$IDLE_CONNS" "${flags[@]}"
+		-streams "$STREAMS" -http-time "$HTTP_TIME" -http-streams "$HTTP_STREAMS" \
+		-idle-conns "$IDLE_CONNS" "${flags[@]}"
 }
 
 # Everything but idle-mem, or the scenarios asked for.
@@ -387,7 +505,7 @@ main_scenarios() {
 	IFS=, read -ra list <<<"$SCENARIOS"
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
-			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput)
+			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob)
 		elif [ "$s" != idle-mem ]; then
 			out+=("$s")
 		fi
@@ -448,10 +566,12 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- a measurement during which other work on the machine used more than half a core is taken again (at most twice, 90s in all per loadgen run); the attempt with the least other work is kept"
 	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME (closed loop) and splice latency at $LAT_RATE conn/s for $RATE_TIME (open loop, latency from each connection's due time), handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
 	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)'); built with cmd/snigate/default.pgo when present (go build's -pgo=auto)"
-	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge route adds serve.key_exchanges and upstream_tls.key_exchanges [x25519] (X25519 on both legs, as OpenSSL 3.0 gives HAProxy and nginx, although the clients offer the hybrid first); bridge scenarios only"
+	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge and http routes add serve.key_exchanges and upstream_tls.key_exchanges [x25519] (X25519 on both legs, as OpenSSL 3.0 gives HAProxy and nginx, although the clients offer the hybrid first); bridge and http scenarios only"
 	echo "- HAProxy: nbthread 2, option splice-request + splice-response (maxpipes 256; splice-auto alone did not splice the download stream), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
 	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass; bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
 	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
+	echo "- http scenarios (7): the registry is a Go net/http server (mTLS, h2 and http/1.1 by ALPN; 16 small blobs of 4 KiB, a large blob of $BIG_BLOB_MIB MiB generated from a pattern); the client is Go net/http speaking HTTP/1.1 to every target (ALPN http/1.1 only, although snigate also offers h2), fresh connections without session cache in http-manifest, keep-alive ones otherwise; $HTTP_TIME per http-manifest and http-blobs measurement, the large blob over $HTTP_STREAMS connection(s) for $TPUT_TIME; every proxy sets X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and Forwarded from the client's address"
+	echo "- http targets: snigate = a bridge route with http: {} on the same listener (upstream leg: its own pool, h2 as the registry offers it)$([ "${http_ok[snigate]:-}" = 1 ] || echo ', not in this run: snigate check rejected the http route'); nginx = http proxy_pass https:// to an upstream block with keepalive 64, proxy_http_version 1.1, Connection \"\", proxy_ssl_certificate, 16k buffers and no temporary files; HAProxy = mode http, http-reuse always, ssl crt on the server line (both HTTP/1.1 upstream)"
 	echo "- splice scenarios send a ClientHello captured from this Go version's crypto/tls (X25519MLKEM768 + X25519 key shares) followed by a command; bridge scenarios run crypto/tls clients (ECDSA P-256 certificates, TLS 1.3) offering $([ "$CLIENT_GROUPS" = x25519 ] && echo 'only X25519' || echo "Go's default groups (X25519MLKEM768 first)"); the upstream is a Go crypto/tls server requiring a client certificate"
 } >"$work/header.md"
 
@@ -463,6 +583,7 @@ report="$out_dir/results-$stamp.md"
 	echo
 	echo "## Configurations"
 	for f in snigate.yaml snigate-x25519.yaml haproxy.cfg nginx.conf sniproxy.conf; do
+		[ -e "$work/$f" ] || continue
 		printf '\n### %s\n\n```\n' "$f"
 		sed "s#$work#\$WORK#g" "$work/$f"
 		printf '```\n'

@@ -12,6 +12,7 @@
 //	        ttl 30
 //	        config /etc/snigate/snigate.yaml   # optional: the gateway's routed names
 //	        names registry.example.test *.mirror.example.test
+//	        answer_check port 443 interval 2s timeout 1s fall 2 rise 2   # optional: only gateways that are up
 //	    }
 //	    forward . /etc/resolv.conf
 //	}
@@ -23,5 +24,6 @@
 //
 // With `config`, the file is read at setup and re-read in a goroutine that
 // OnStartup starts and OnShutdown stops and waits for; a bad file keeps the
-// last good names. See README.md for the syntax and semantics.
+// last good names. The answer check (answer_check) runs in a goroutine of
+// its own, started and stopped the same way. See README.md for the syntax and semantics.
 package snigate

@@ -224,13 +224,14 @@ func newWorld(t *testing.T) *world {
 // start runs CoreDNS with examples/name, its addresses and files replaced
 // by the world's and its servers bound to a free loopback port; a port
 // taken between choosing it and CoreDNS binding it is retried.
-func (w *world) start(t *testing.T, name string) *process {
+func (w *world) start(t *testing.T, name string, replace ...string) *process {
 	t.Helper()
 	text, err := os.ReadFile(filepath.Join("examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	corefile := writeFile(t, w.dir, name, w.localize(string(text)))
+	local := strings.NewReplacer(replace...).Replace(w.localize(string(text)))
+	corefile := writeFile(t, w.dir, name, local)
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
 		p, err := startProcess(w.bin, "-conf", corefile, "-dns.port", strconv.Itoa(port))

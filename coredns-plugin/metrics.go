@@ -6,6 +6,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snigate/snigate/dnsresponder"
 )
 
 // Values of the result label of coredns_snigate_config_reloads_total.
@@ -17,9 +19,14 @@ const (
 // Metrics are the plugin's Prometheus series. A nil *Metrics records
 // nothing.
 type Metrics struct {
-	answers *prometheus.CounterVec // server, qtype
-	reloads *prometheus.CounterVec // result
+	answers *prometheus.CounterVec      // server, qtype
+	reloads *prometheus.CounterVec      // result
+	up      *dnsresponder.AnswerMetrics // AnswerMetricName
 }
+
+// AnswerMetricName is the answer check's gauge in CoreDNS: 1 while an
+// answer address passes the check, 0 once it failed, by address.
+const AnswerMetricName = plugin.Namespace + "_" + pluginName + "_answer_up"
 
 // NewMetrics registers the plugin's series with reg (CoreDNS's prometheus
 // plugin serves prometheus.DefaultRegisterer). Calling it again with the
@@ -44,6 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.answers = register(reg, m.answers)
 		m.reloads = register(reg, m.reloads)
 	}
+	m.up = dnsresponder.NewAnswerMetrics(reg, AnswerMetricName)
 	return m
 }
 
@@ -65,6 +73,14 @@ func (m *Metrics) answered(server string, qtype uint16) {
 		return
 	}
 	m.answers.WithLabelValues(server, qtypeLabel(qtype)).Inc()
+}
+
+// answerMetrics is the check's gauge; nil for a nil *Metrics.
+func (m *Metrics) answerMetrics() *dnsresponder.AnswerMetrics {
+	if m == nil {
+		return nil
+	}
+	return m.up
 }
 
 func (m *Metrics) reloaded(result string) {

@@ -2,9 +2,12 @@ package snigate
 
 import (
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
+
+	"github.com/snigate/snigate/internal/config"
 )
 
 // TestBuild: the routed names are the union of the stanza's names, the
@@ -69,5 +72,75 @@ func TestBuild(t *testing.T) {
 				t.Errorf("answer:\n%s\nwant %s", reply, tc.want)
 			}
 		})
+	}
+}
+
+// TestBuildAnswerCheck: the stanza's answer_check, else the file's
+// dns.answer_check, checks the answer addresses with the file's first
+// routed name; neither: no check.
+func TestBuildAnswerCheck(t *testing.T) {
+	dir := t.TempDir()
+	withCheck := writeFile(t, dir, "check.yaml", snigateYAML("*.route.example.test")+
+		"dns:\n  answer: [\"192.0.2.98\", \"192.0.2.99\"]\n  answer_check:\n    port: 8443\n")
+	noCheck := writeFile(t, dir, "nocheck.yaml", snigateYAML("route.example.test"))
+	tests := []struct {
+		name      string
+		stanza    string
+		wantCheck bool
+	}{
+		{name: "the file's dns.answer_check", stanza: "config " + withCheck, wantCheck: true},
+		{name: "the stanza's answer_check", stanza: "answer 192.0.2.10\nconfig " + noCheck + "\nanswer_check port 443", wantCheck: true},
+		{name: "the stanza's, without a file", stanza: "answer 192.0.2.10\nnames a.example.test\nanswer_check", wantCheck: true},
+		{name: "neither", stanza: "answer 192.0.2.10\nconfig " + noCheck},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parse(caddy.NewTestController("dns", "snigate {\n"+tc.stanza+"\n}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := newHandler(s, nil, &recordingLog{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (h.check != nil) != tc.wantCheck {
+				t.Fatalf("check %v, want one: %v", h.check, tc.wantCheck)
+			}
+			if h.check == nil {
+				return
+			}
+			st := h.check.Status()
+			if len(st) == 0 || !st[0].Answered {
+				t.Errorf("status before any check: %+v, want every address answered", st)
+			}
+		})
+	}
+}
+
+// TestAnswerCheckAddedLater: a dns.answer_check that appears in the file
+// after setup makes no check that nothing would run (every address would
+// look up forever); it is logged and applies after a restart.
+func TestAnswerCheckAddedLater(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "snigate.yaml", snigateYAML("route.example.test")+"dns:\n  answer: [\"192.0.2.98\"]\n")
+	s, err := parse(caddy.NewTestController("dns", "snigate {\nconfig "+file+"\nreload 0\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &recordingLog{}
+	b := &builder{s: s, log: log}
+	cfg, err := config.LoadWithoutFiles(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.build(cfg); err != nil || b.check != nil {
+		t.Fatalf("first build: check %v, err %v; want none", b.check, err)
+	}
+	cfg.DNS.AnswerCheck = &config.AnswerCheck{Port: 443, Interval: time.Second, Timeout: time.Second, Fall: 1, Rise: 1}
+	if _, _, err := b.build(cfg); err != nil || b.check != nil {
+		t.Fatalf("later build: check %v, err %v; want none", b.check, err)
+	}
+	if log.count("dns.answer_check was added to the file after start") != 1 {
+		t.Errorf("not logged once: %q", log.lines)
 	}
 }

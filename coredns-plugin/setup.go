@@ -36,12 +36,13 @@ type settings struct {
 	answer     []netip.Addr  // `answer`: empty means dns.answer from the config file
 	ttl        time.Duration // `ttl`: meaningful only when ttlSet
 	ttlSet     bool
-	names      []string      // `names`: routed names in addition to the config file's
-	configPath string        // `config`: "" means no file
-	reload     time.Duration // `reload`: 0 disables watching the config file
-	fall       fall.F        // `fallthrough`: accepted; see README, Syntax
-	line       int           // line of the snigate directive, for errors found after the block
-	configLine int           // line of `config`, for errors loading the file
+	names      []string       // `names`: routed names in addition to the config file's
+	configPath string         // `config`: "" means no file
+	reload     time.Duration  // `reload`: 0 disables watching the config file
+	fall       fall.F         // `fallthrough`: accepted; see README, Syntax
+	line       int            // line of the snigate directive, for errors found after the block
+	configLine int            // line of `config`, for errors loading the file
+	check      *checkSettings // `answer_check`; nil: the file's dns.answer_check, if any
 }
 
 func setup(c *caddy.Controller) error {
@@ -105,8 +106,10 @@ func (s *settings) property(c *caddy.Controller) error {
 	case "fallthrough":
 		s.fall.SetZonesFromArgs(c.RemainingArgs())
 		return nil
+	case "answer_check":
+		return s.parseAnswerCheck(c)
 	default:
-		return c.Errf("unknown property '%s': want answer, ttl, names, config, reload or fallthrough", c.Val())
+		return c.Errf("unknown property '%s': want answer, ttl, names, config, reload, answer_check or fallthrough", c.Val())
 	}
 }
 

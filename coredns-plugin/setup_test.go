@@ -77,6 +77,24 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name:  "answer_check defaults",
+			input: "snigate {\nanswer 10.0.0.5 10.0.0.6\nnames a.example.test\nanswer_check\n}",
+			want: settings{
+				origins: []string{"."}, answer: []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")},
+				names: []string{"a.example.test"}, reload: DefaultReload,
+				check: &checkSettings{port: 443, interval: 2 * time.Second, timeout: time.Second, fall: 2, rise: 2},
+			},
+		},
+		{
+			name:  "answer_check settings",
+			input: "snigate {\nanswer 10.0.0.5\nnames a.example.test\nanswer_check port 8443 interval 500ms timeout 250ms fall 3 rise 1\n}",
+			want: settings{
+				origins: []string{"."}, answer: []netip.Addr{netip.MustParseAddr("10.0.0.5")},
+				names: []string{"a.example.test"}, reload: DefaultReload,
+				check: &checkSettings{port: 8443, interval: 500 * time.Millisecond, timeout: 250 * time.Millisecond, fall: 3, rise: 1},
+			},
+		},
+		{
 			name:  "config alone: answer and names may come from the file",
 			input: "snigate {\n config /etc/snigate/snigate.yaml\n reload 250ms\n}",
 			want: settings{
@@ -105,7 +123,8 @@ func sameSettings(a, b settings) bool {
 	return slices.Equal(a.origins, b.origins) && slices.Equal(a.answer, b.answer) &&
 		a.ttl == b.ttl && a.ttlSet == b.ttlSet && slices.Equal(a.names, b.names) &&
 		a.configPath == b.configPath && (b.configLine == 0 || a.configLine == b.configLine) &&
-		a.reload == b.reload && slices.Equal(a.fall.Zones, b.fall.Zones)
+		a.reload == b.reload && slices.Equal(a.fall.Zones, b.fall.Zones) &&
+		(a.check == nil) == (b.check == nil) && (a.check == nil || *a.check == *b.check)
 }
 
 func TestParseErrors(t *testing.T) {
@@ -143,7 +162,19 @@ func TestParseErrors(t *testing.T) {
 		{"negative reload", "snigate {\nconfig a.yaml\nreload -1s\n}",
 			"Testfile:3 - Error during parsing: reload: want a duration"},
 		{"unknown property", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswers 192.0.2.11\n}",
-			"Testfile:4 - Error during parsing: unknown property 'answers': want answer, ttl, names, config, reload or fallthrough"},
+			"Testfile:4 - Error during parsing: unknown property 'answers': want answer, ttl, names, config, reload, answer_check or fallthrough"},
+		{"answer_check odd arguments", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check port\n}",
+			"Testfile:4 - Error during parsing: answer_check: want pairs such as `port 443 interval 2s timeout 1s fall 2 rise 2`"},
+		{"answer_check bad port", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check port 0\n}",
+			"Testfile:4 - Error during parsing: answer_check: port: want a number from 1 to 65535, got '0'"},
+		{"answer_check bad interval", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check interval 2\n}",
+			"Testfile:4 - Error during parsing: answer_check: interval: want a duration such as 2s, got '2'"},
+		{"answer_check unknown setting", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check path /v2/\n}",
+			"Testfile:4 - Error during parsing: answer_check: unknown setting 'path': want port, interval, timeout, fall or rise"},
+		{"answer_check timeout beyond interval", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check interval 1s timeout 2s\n}",
+			"Testfile:4 - Error during parsing: answer_check: timeout 2s: want at most the interval (1s)"},
+		{"answer_check twice", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check\nanswer_check\n}",
+			"Testfile:5 - Error during parsing: answer_check: given twice"},
 		{"no answer", "\nsnigate {\nnames a.example.test\n}",
 			"Testfile:2 - Error during parsing: no `answer` addresses"},
 		{"no names", "snigate {\nanswer 192.0.2.10\n}",

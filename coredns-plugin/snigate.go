@@ -23,11 +23,12 @@ type Snigate struct {
 	zones   plugin.Zones
 	policy  atomic.Pointer[dnsresponder.Policy] // never nil once built by newHandler
 	watch   *watcher                            // nil: no config file, or reload 0
+	check   *dnsresponder.AnswerCheck           // nil: no answer_check
 	metrics *Metrics
 
 	mu   sync.Mutex
-	stop context.CancelFunc // non-nil while the watcher runs
-	done chan struct{}      // closed when the watcher has returned
+	stop context.CancelFunc // non-nil while the watcher or the check runs
+	wg   sync.WaitGroup     // the watcher and the check
 }
 
 var _ plugin.Handler = (*Snigate)(nil)
@@ -44,8 +45,10 @@ type logger interface {
 // once if there is one. It starts nothing: see OnStartup.
 func newHandler(s settings, m *Metrics, log logger) (*Snigate, error) {
 	h := &Snigate{zones: plugin.Zones(s.origins), metrics: m}
+	b := &builder{s: s, metrics: m, log: log}
+	defer func() { h.check = b.check }()
 	if s.configPath == "" {
-		p, _, err := s.build(nil)
+		p, _, err := b.build(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +57,7 @@ func newHandler(s settings, m *Metrics, log logger) (*Snigate, error) {
 	}
 	w, err := newWatcher(&watcher{
 		path:    s.configPath,
-		build:   s.build,
+		build:   b.build,
 		store:   h.policy.Store,
 		log:     log,
 		metrics: m,
@@ -91,9 +94,10 @@ func (h *Snigate) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 func (h *Snigate) Name() string { return pluginName }
 
 // OnStartup starts watching the config file, if the stanza has one and
-// reload is not 0. Calling it again while the watcher runs does nothing.
+// reload is not 0, and the answer check, if there is one. Calling it
+// again while they run does nothing.
 func (h *Snigate) OnStartup() error {
-	if h.watch == nil {
+	if h.watch == nil && h.check == nil {
 		return nil
 	}
 	h.mu.Lock()
@@ -102,17 +106,17 @@ func (h *Snigate) OnStartup() error {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h.stop, h.done = cancel, make(chan struct{})
-	go h.runWatcher(ctx, h.done)
+	h.stop = cancel
+	if h.watch != nil {
+		h.wg.Go(func() { h.watch.Run(ctx) })
+	}
+	if h.check != nil {
+		h.wg.Go(func() { h.check.Run(ctx) }) //nolint:errcheck // nil once ctx is done
+	}
 	return nil
 }
 
-func (h *Snigate) runWatcher(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	h.watch.Run(ctx)
-}
-
-// OnShutdown stops the watcher started by OnStartup and waits for it.
+// OnShutdown stops what OnStartup started and waits for it.
 func (h *Snigate) OnShutdown() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -120,7 +124,7 @@ func (h *Snigate) OnShutdown() error {
 		return nil
 	}
 	h.stop()
-	<-h.done
-	h.stop, h.done = nil, nil
+	h.wg.Wait()
+	h.stop = nil
 	return nil
 }

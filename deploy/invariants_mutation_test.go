@@ -40,6 +40,12 @@ func TestInvariantsCatchMistakes(t *testing.T) {
 		{"extra capability", "security", func(b *bundle) {
 			ctr(b).SecurityContext.Capabilities.Add = append(ctr(b).SecurityContext.Capabilities.Add, "NET_ADMIN")
 		}},
+		{"one gateway answered", "several", func(b *bundle) {
+			setConfig(b, `answer: ["192.0.2.21", "192.0.2.22"]`, `answer: ["192.0.2.21"]`)
+		}},
+		{"no answer_check", "several", func(b *bundle) {
+			setConfig(b, "  answer_check:\n    port: 443\n    interval: 2s\n    timeout: 1s\n    fall: 2\n    rise: 2\n", "")
+		}},
 		{"no anti-affinity", "antiaffinity", func(b *bundle) { ds(b).Spec.Template.Spec.Affinity = nil }},
 		{"pdb selects nothing", "pdb", func(b *bundle) {
 			find[policyPDB](b)[0].Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}

@@ -29,15 +29,16 @@ type workload struct {
 	kind     string
 	selector *metav1.LabelSelector
 	pod      corev1.PodTemplateSpec
+	replicas *int32 // Deployment only
 }
 
 func gatewayWorkload(b *bundle) (workload, error) {
 	var ws []workload
 	for _, d := range find[appsDaemonSet](b) {
-		ws = append(ws, workload{"DaemonSet", d.Spec.Selector, d.Spec.Template})
+		ws = append(ws, workload{kind: "DaemonSet", selector: d.Spec.Selector, pod: d.Spec.Template})
 	}
 	for _, d := range find[appsDeployment](b) {
-		ws = append(ws, workload{"Deployment", d.Spec.Selector, d.Spec.Template})
+		ws = append(ws, workload{kind: "Deployment", selector: d.Spec.Selector, pod: d.Spec.Template, replicas: d.Spec.Replicas})
 	}
 	if len(ws) != 1 {
 		return workload{}, fmt.Errorf("want exactly one DaemonSet or Deployment, got %d", len(ws))
@@ -100,6 +101,9 @@ var invariants = []invariant{
 	}},
 	{"antiaffinity", func(_ *bundle, _ *gatewayConfig, w workload, _ *corev1.Container) []error {
 		return checkAntiAffinity(&w.pod.Spec, w.pod.Labels)
+	}},
+	{"several", func(_ *bundle, cfg *gatewayConfig, w workload, _ *corev1.Container) []error {
+		return checkSeveralGateways(cfg, w)
 	}},
 	{"pdb", func(b *bundle, _ *gatewayConfig, w workload, _ *corev1.Container) []error {
 		return checkPDB(b, w.pod.Labels)
@@ -419,6 +423,27 @@ func checkAntiAffinity(pod *corev1.PodSpec, podLabels map[string]string) []error
 		}
 	}
 	return []error{fmt.Errorf("podAntiAffinity: want a required term on kubernetes.io/hostname selecting the gateway's own pods")}
+}
+
+// checkSeveralGateways: one gateway is one point of failure for every
+// pull. A Deployment runs two replicas or more (spread by the
+// anti-affinity above); a DaemonSet's gateways are all in dns.answer,
+// two or more, and check each other (dns.answer_check), so that a dead
+// one leaves the answers.
+func checkSeveralGateways(cfg *gatewayConfig, w workload) []error {
+	if w.kind == "Deployment" {
+		if w.replicas == nil || *w.replicas < 2 {
+			return []error{fmt.Errorf("replicas: want 2 or more")}
+		}
+		return nil
+	}
+	switch {
+	case cfg.DNS == nil || len(cfg.DNS.Answer) < 2:
+		return []error{fmt.Errorf("dns.answer: want every gateway, two or more")}
+	case cfg.DNS.AnswerCheck == nil:
+		return []error{fmt.Errorf("dns.answer_check: want it, so that a dead gateway leaves the answers")}
+	}
+	return nil
 }
 
 func checkPDB(b *bundle, podLabels map[string]string) []error {

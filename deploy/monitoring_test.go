@@ -58,6 +58,14 @@ var knownMetrics = map[string][]string{
 	"snigate_pending_handshakes":                           {"kind"},
 	"snigate_upstream_dials_in_progress":                   {"route"},
 	"snigate_client_auth_failures_total":                   {"route", "reason"},
+	"snigate_dns_answer_up":                                {"address"},
+	"snigate_http_requests_total":                          {"route", "kind", "code"},
+	"snigate_http_request_duration_seconds":                {"route", "kind"},
+	"snigate_http_requests_in_flight":                      {"route"},
+	"snigate_http_refused_total":                           {"route", "reason"},
+	"snigate_http_upstream_retries_total":                  {"route"},
+	"snigate_http_redirects_total":                         {"route", "result"},
+	"snigate_http_audit_dropped_total":                     {"reason"},
 	// client_golang's Go and process collectors
 	"process_open_fds":              {},
 	"process_max_fds":               {},
@@ -196,6 +204,7 @@ func TestAlertRules(t *testing.T) {
 		"SnigateConfigReloadFailed":       "snigate_config_last_reload_successful",
 		"SnigateDNSForwarderDown":         "snigate_dns_upstream_up",
 		"SnigateDNSTCPConnectionsRefused": "snigate_dns_tcp_connections_refused_total",
+		"SnigateAuditRecordsDropped":      "snigate_http_audit_dropped_total",
 	}
 	for name, series := range required {
 		if !strings.Contains(alerts[name], series) {
@@ -227,7 +236,7 @@ func TestPromtoolRules(t *testing.T) {
 // rule that keeps firing after the fix (as the increase() form did) fails.
 func TestRulesTestedByPromtool(t *testing.T) {
 	text := string(readFile(t, rulesTestPath))
-	for _, alert := range []string{"SnigateConfigReloadFailed"} {
+	for _, alert := range []string{"SnigateConfigReloadFailed", "SnigateGatewayLeftOutOfDNS"} {
 		if !strings.Contains(text, "alertname: "+alert) {
 			t.Errorf("%s: no case for %s", rulesTestPath, alert)
 		}

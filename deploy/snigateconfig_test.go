@@ -41,10 +41,19 @@ type timeoutConfig struct {
 }
 
 type dnsConfig struct {
-	Answer  []string `json:"answer"`
-	TTL     string   `json:"ttl"`
-	Forward []string `json:"forward"`
-	Names   []string `json:"names"`
+	Answer      []string           `json:"answer"`
+	TTL         string             `json:"ttl"`
+	Forward     []string           `json:"forward"`
+	Names       []string           `json:"names"`
+	AnswerCheck *answerCheckConfig `json:"answer_check,omitempty"`
+}
+
+type answerCheckConfig struct {
+	Port     int    `json:"port"`
+	Interval string `json:"interval"`
+	Timeout  string `json:"timeout"`
+	Fall     int    `json:"fall"`
+	Rise     int    `json:"rise"`
 }
 
 type routeConfig struct {

@@ -3,7 +3,7 @@
 // addresses, authoritatively, and forwards every other name to the
 // configured resolvers.
 //
-// Three pieces, CoreDNS style:
+// The pieces, CoreDNS style:
 //
 //   - Policy: the answer for a routed name (A/AAAA from the configured
 //     addresses, NOERROR with an SOA for every other type). It knows no
@@ -19,6 +19,11 @@
 //     dns.Msg, no allocation), forwarded queries on bounded goroutines.
 //     TCP is miekg/dns's server behind a limit of MaxTCPConns (the one idle
 //     longest makes room for a new one) and MaxTCPConnsPerClient.
+//   - AnswerCheck (dns.answer_check): checks every answer address (TCP,
+//     then a ClientHello answered with a ServerHello) and gives a Policy
+//     built with NewCheckedPolicy only the ones that are up (all of them
+//     when none is), without the ones LeaveOut names (a draining
+//     gateway's own). The CoreDNS plugin shares it too.
 //
 // Usage:
 //
@@ -42,6 +47,16 @@
 //	srv.SetHandler(h2) // reload: queries from now on use h2
 //	...
 //	srv.Shutdown(ctx) // stop reading, answer what is in flight, close the sockets
+//
+// With dns.answer_check:
+//
+//	check, err := dnsresponder.NewAnswerCheck(dnsresponder.AnswerCheckConfig{
+//		Answer: answer, Port: 443, ServerName: dnsresponder.CheckServerName(firstRoutedName),
+//		Metrics: metrics.Answers(),
+//	})
+//	h, err := dnsresponder.New(dnsresponder.Config{Names: &routed, AnswerCheck: check, ...})
+//	go check.Run(ctx)           // the caller runs and stops it
+//	check.LeaveOut(ownAddrs)    // draining: stop sending nodes here
 //
 // The CoreDNS plugin uses only the Policy:
 //

@@ -67,3 +67,41 @@ func Example_server() {
 	// REFUSED [] []
 	// <nil> <nil>
 }
+
+// Example_answerCheck shows dns.answer_check: a check of every gateway,
+// a Handler that answers with the ones up, the check run by its caller,
+// and a draining gateway leaving its own address out.
+func Example_answerCheck() {
+	var routed names.Table[struct{}]
+	if err := routed.Add("registry.example.com", struct{}{}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	gateways := []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.11")}
+	check, err := dnsresponder.NewAnswerCheck(dnsresponder.AnswerCheckConfig{
+		Answer:     gateways,
+		Port:       443,
+		ServerName: dnsresponder.CheckServerName("registry.example.com"),
+		Logger:     slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h, err := dnsresponder.New(dnsresponder.Config{Names: &routed, AnswerCheck: check})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = h                        // served by a Server, as in Example_server
+	fmt.Println(check.Current()) // every address starts up
+	check.LeaveOut(gateways[:1]) // this gateway (192.0.2.10) drains
+	fmt.Println(check.Current()) // the others only, at once
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	fmt.Println(check.Run(ctx)) // Run checks every Interval until ctx is done
+	// Output:
+	// [192.0.2.10 192.0.2.11]
+	// [192.0.2.11]
+	// <nil>
+}

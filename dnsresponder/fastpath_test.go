@@ -1,6 +1,7 @@
 package dnsresponder
 
 import (
+	"context"
 	"encoding/binary"
 	"net/netip"
 	"reflect"
@@ -27,6 +28,16 @@ func fastHandlers(t testing.TB) map[string]*Handler {
 		"many addresses":  {Answer: many},
 		"IPv4-mapped too": {Answer: append(testAnswer(), netip.MustParseAddr("::ffff:192.0.2.77"))},
 	}
+	// A check with one of its two addresses down, and one that left its
+	// own address out: the answers follow them on both paths.
+	checked, f := newTestCheck(t, nil, netip.MustParseAddr(answer4), netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr(answer6))
+	f.set(netip.MustParseAddr("192.0.2.11"), true, false)
+	checked.CheckOnce(context.Background())
+	checked.CheckOnce(context.Background())
+	draining, _ := newTestCheck(t, nil, netip.MustParseAddr(answer4), netip.MustParseAddr(answer6))
+	draining.LeaveOut([]netip.Addr{netip.MustParseAddr(answer6)})
+	cfgs["checked, one down"] = Config{AnswerCheck: checked}
+	cfgs["checked, own left out"] = Config{AnswerCheck: draining}
 	hs := make(map[string]*Handler, len(cfgs))
 	for name, cfg := range cfgs {
 		cfg.Names, cfg.Logger = testNames(t), discardLogger()

@@ -23,6 +23,10 @@ type Config struct {
 	// records and IPv6 ones in AAAA records. Empty: every routed query gets
 	// NODATA.
 	Answer []netip.Addr
+	// AnswerCheck, when set, gives the addresses instead of Answer: those
+	// of its addresses that are up (dns.answer_check). Nil: Answer,
+	// always. The caller runs it and stops it.
+	AnswerCheck *AnswerCheck
 	// TTL of routed answers and of their negative caching. Zero: DefaultTTL.
 	TTL time.Duration
 	// Forward are the resolvers (host:port) for every other name, tried in
@@ -77,8 +81,12 @@ func New(cfg Config) (*Handler, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	policy := NewPolicy(cfg.Names, cfg.Answer, cfg.TTL)
+	if cfg.AnswerCheck != nil {
+		policy = NewCheckedPolicy(cfg.Names, cfg.AnswerCheck, cfg.TTL)
+	}
 	h := &Handler{
-		policy: NewPolicy(cfg.Names, cfg.Answer, cfg.TTL),
+		policy: policy,
 		allow:  slices.Clone(allowList(cfg.Allow)),
 		logger: logger,
 		warn:   newWarnLimiter(logger),

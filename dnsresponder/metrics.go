@@ -1,6 +1,8 @@
 package dnsresponder
 
 import (
+	"errors"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -57,6 +59,7 @@ type Metrics struct {
 	tcpRefusedConns  prometheus.Counter
 	tcpEvictedConns  prometheus.Counter
 	upstreamRequests *prometheus.CounterVec
+	answers          *AnswerMetrics
 
 	// Per-query lookups skip the vectors' label hashing (hot path).
 	counters  sync.Map                       // queryKey -> prometheus.Counter
@@ -103,6 +106,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.queries, m.duration, m.upstreamUp, m.upstreamRequests, m.tcpRefusedConns, m.tcpEvictedConns)
 	}
+	m.answers = NewAnswerMetrics(reg, AnswerMetricName)
 	m.durations = make(map[string]prometheus.Observer, len(results))
 	for _, r := range results {
 		m.durations[r] = m.duration.WithLabelValues(r)
@@ -111,6 +115,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	return m
+}
+
+// Answers returns snigate_dns_answer_up, for AnswerCheckConfig.Metrics
+// (nil for a nil *Metrics).
+func (m *Metrics) Answers() *AnswerMetrics {
+	if m == nil {
+		return nil
+	}
+	return m.answers
 }
 
 // query counts one query and, when d >= 0, observes its duration.
@@ -203,4 +216,49 @@ func qtypeName(t uint16) string {
 		return s
 	}
 	return qtypeOther
+}
+
+// AnswerMetricName is the answer check's gauge in snigate.
+const AnswerMetricName = "snigate_dns_answer_up"
+
+// AnswerMetrics is the answer check's gauge, 1 while an answer address
+// passes its checks, 0 once it failed fall of them, by address. A nil
+// *AnswerMetrics records nothing.
+type AnswerMetrics struct{ up *prometheus.GaugeVec }
+
+// NewAnswerMetrics creates the gauge named name (AnswerMetricName in
+// snigate; the CoreDNS plugin gives its own) and registers it with reg
+// (nil: not registered). Registering it again returns the gauge already
+// registered, as CoreDNS's server blocks and reloads do.
+func NewAnswerMetrics(reg prometheus.Registerer, name string) *AnswerMetrics {
+	up := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: name,
+		Help: "1 while a dns.answer address passes the answer check (TCP connection and ServerHello), 0 once it failed fall checks in a row.",
+	}, []string{"address"})
+	if reg != nil {
+		var are prometheus.AlreadyRegisteredError
+		if err := reg.Register(up); errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
+				up = existing
+			}
+		}
+	}
+	return &AnswerMetrics{up: up}
+}
+
+func (m *AnswerMetrics) set(a netip.Addr, up bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.up.WithLabelValues(a.String()).Set(v)
+}
+
+func (m *AnswerMetrics) delete(a netip.Addr) {
+	if m != nil {
+		m.up.DeleteLabelValues(a.String())
+	}
 }

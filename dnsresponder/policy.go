@@ -4,6 +4,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -25,13 +26,23 @@ const (
 // configured addresses, an authoritative NOERROR with an SOA and no
 // answer for every other type. It knows nothing about transports, EDNS or
 // forwarding, so the embedded Handler and the CoreDNS plugin share it.
-// A Policy is immutable and safe for concurrent use.
+// Its names and TTL are fixed; its addresses are too (NewPolicy) or follow
+// an AnswerCheck (NewCheckedPolicy). Safe for concurrent use.
 type Policy struct {
 	routed *names.Table[struct{}]
-	a      []net.IP // 4-byte form
-	aaaa   []net.IP // 16-byte form
-	ttl    uint32   // seconds
-	wire   wireAnswers
+	ttl    uint32       // seconds
+	static *answerSet   // NewPolicy's addresses; nil with a check
+	check  *AnswerCheck // nil: static
+	cache  atomic.Pointer[answerSet]
+}
+
+// answerSet is the addresses a Policy answers with, split by family, and
+// their records in wire form, built once per list.
+type answerSet struct {
+	from *answerList // the check's list it was built from; nil: static
+	a    []net.IP    // 4-byte form
+	aaaa []net.IP    // 16-byte form
+	wire wireAnswers
 }
 
 // NewPolicy returns the policy for the routed names in routed (nil: none)
@@ -39,26 +50,61 @@ type Policy struct {
 // (zero: DefaultTTL; rounded down to whole seconds). The table must not be
 // changed afterwards; build a new Policy on reload.
 func NewPolicy(routed *names.Table[struct{}], answer []netip.Addr, ttl time.Duration) *Policy {
+	p := newPolicy(routed, ttl)
+	p.static = newAnswerSet(answer, p.ttl)
+	return p
+}
+
+// NewCheckedPolicy is NewPolicy answering with check.Current() at each
+// query: the answer addresses that are up (see AnswerCheck).
+func NewCheckedPolicy(routed *names.Table[struct{}], check *AnswerCheck, ttl time.Duration) *Policy {
+	p := newPolicy(routed, ttl)
+	p.check = check
+	return p
+}
+
+func newPolicy(routed *names.Table[struct{}], ttl time.Duration) *Policy {
 	if routed == nil {
 		routed = new(names.Table[struct{}])
 	}
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	p := &Policy{routed: routed, ttl: ttlSeconds(ttl)}
+	return &Policy{routed: routed, ttl: ttlSeconds(ttl)}
+}
+
+func newAnswerSet(answer []netip.Addr, ttl uint32) *answerSet {
+	s := new(answerSet)
 	for _, a := range answer {
 		a = a.Unmap()
 		switch {
 		case a.Is4():
 			b := a.As4()
-			p.a = append(p.a, net.IP(b[:]))
+			s.a = append(s.a, net.IP(b[:]))
 		case a.Is6():
 			b := a.As16()
-			p.aaaa = append(p.aaaa, net.IP(b[:]))
+			s.aaaa = append(s.aaaa, net.IP(b[:]))
 		}
 	}
-	p.wire = newWireAnswers(p.a, p.aaaa, p.ttl)
-	return p
+	s.wire = newWireAnswers(s.a, s.aaaa, ttl)
+	return s
+}
+
+// answers returns the set to answer with now. With a check, the set is
+// rebuilt once per list the check publishes, by the first query to see
+// it; every other query loads two pointers.
+func (p *Policy) answers() *answerSet {
+	if p.check == nil {
+		return p.static
+	}
+	cur := p.check.current.Load()
+	if s := p.cache.Load(); s != nil && s.from == cur {
+		return s
+	}
+	s := newAnswerSet(cur.addrs, p.ttl)
+	s.from = cur
+	p.cache.Store(s)
+	return s
 }
 
 func ttlSeconds(d time.Duration) uint32 {
@@ -104,7 +150,7 @@ func (p *Policy) Answer(req *dns.Msg) (*dns.Msg, bool) {
 	}
 	m.Authoritative = true
 	owner := dns.Fqdn(q.Name)
-	m.Answer = p.records(owner, q.Qtype)
+	m.Answer = p.records(p.answers(), owner, q.Qtype)
 	if len(m.Answer) == 0 {
 		m.Ns = []dns.RR{p.soa(owner)}
 	}
@@ -113,34 +159,34 @@ func (p *Policy) Answer(req *dns.Msg) (*dns.Msg, bool) {
 
 // records returns the answer records for qtype: A, AAAA, both for ANY,
 // none for the rest.
-func (p *Policy) records(owner string, qtype uint16) []dns.RR {
+func (p *Policy) records(s *answerSet, owner string, qtype uint16) []dns.RR {
 	switch qtype {
 	case dns.TypeA:
-		return p.appendA(nil, owner)
+		return p.appendA(s, nil, owner)
 	case dns.TypeAAAA:
-		return p.appendAAAA(nil, owner)
+		return p.appendAAAA(s, nil, owner)
 	case dns.TypeANY:
-		rrs := make([]dns.RR, 0, len(p.a)+len(p.aaaa))
-		return p.appendAAAA(p.appendA(rrs, owner), owner)
+		rrs := make([]dns.RR, 0, len(s.a)+len(s.aaaa))
+		return p.appendAAAA(s, p.appendA(s, rrs, owner), owner)
 	}
 	return nil
 }
 
-func (p *Policy) appendA(rrs []dns.RR, owner string) []dns.RR {
-	if rrs == nil && len(p.a) > 0 {
-		rrs = make([]dns.RR, 0, len(p.a))
+func (p *Policy) appendA(s *answerSet, rrs []dns.RR, owner string) []dns.RR {
+	if rrs == nil && len(s.a) > 0 {
+		rrs = make([]dns.RR, 0, len(s.a))
 	}
-	for _, ip := range p.a {
+	for _, ip := range s.a {
 		rrs = append(rrs, &dns.A{Hdr: p.header(owner, dns.TypeA), A: ip})
 	}
 	return rrs
 }
 
-func (p *Policy) appendAAAA(rrs []dns.RR, owner string) []dns.RR {
-	if rrs == nil && len(p.aaaa) > 0 {
-		rrs = make([]dns.RR, 0, len(p.aaaa))
+func (p *Policy) appendAAAA(s *answerSet, rrs []dns.RR, owner string) []dns.RR {
+	if rrs == nil && len(s.aaaa) > 0 {
+		rrs = make([]dns.RR, 0, len(s.aaaa))
 	}
-	for _, ip := range p.aaaa {
+	for _, ip := range s.aaaa {
 		rrs = append(rrs, &dns.AAAA{Hdr: p.header(owner, dns.TypeAAAA), AAAA: ip})
 	}
 	return rrs

@@ -72,7 +72,7 @@ func appendWireName(b []byte, name string) []byte {
 // addresses for A, AAAA and ANY, else the SOA of a NODATA answer. The
 // caller handles the types Policy.Answer refuses (AXFR, IXFR).
 func (p *Policy) wireRecords(qtype uint16) (rrs []byte, an, ns uint16) {
-	w := &p.wire
+	w := &p.answers().wire
 	switch {
 	case qtype == dns.TypeA && w.na > 0:
 		return w.a, w.na, 0

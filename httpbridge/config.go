@@ -64,6 +64,14 @@ type Config struct {
 	// and ServerName to the upstream's host when "". nil: system roots,
 	// no client certificate.
 	UpstreamTLS func() *tls.Config
+	// UpstreamIdentity names the client certificate and trust bundle
+	// UpstreamTLS gives now (certs.ClientTLS.Identity). When its value
+	// changes, requests stop using the pooled connections made under the
+	// previous one: a rotated edge certificate (or CA bundle) reaches the
+	// registry with the next request, as on a byte-bridged route. Idle
+	// old connections are closed at once, busy ones finish their
+	// requests. nil: the pool is kept until Close.
+	UpstreamIdentity func() string
 	// DialContext opens TCP connections to upstreams and to the hosts
 	// redirects lead to. nil: a net.Dialer.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snigate/snigate/upstream"
@@ -33,17 +34,65 @@ var errConnectTimeout = errors.New("timeouts.connect exceeded")
 // order. It is an http.RoundTripper; the URL's host of each request is
 // replaced with the upstream's address, its Host header is kept.
 type upstreamClient struct {
-	cfg       *Config
-	report    dialReporter // nil: the pool takes no reports
+	cfg      *Config
+	report   dialReporter // nil: the pool takes no reports
+	pool     atomic.Pointer[pooled]
+	poolMu   sync.Mutex             // one replacement at a time
+	sessions tls.ClientSessionCache // when UpstreamTLS gives none
+	follow   *redirector            // nil: redirects pass
+}
+
+// pooled is the connection pool made under one upstream identity.
+type pooled struct {
+	identity  string
 	transport *http.Transport
-	sessions  tls.ClientSessionCache // when UpstreamTLS gives none
-	follow    *redirector            // nil: redirects pass
 }
 
 func newUpstreamClient(cfg *Config) *upstreamClient {
 	u := &upstreamClient{cfg: cfg, sessions: tls.NewLRUClientSessionCache(64)}
 	u.report, _ = cfg.Upstreams.(dialReporter)
-	u.transport = &http.Transport{
+	u.pool.Store(&pooled{identity: u.identity(), transport: u.newTransport()})
+	if cfg.Redirects == RedirectsFollow {
+		u.follow = newRedirector(cfg)
+	}
+	return u
+}
+
+// identity is the upstream identity in force ("" without UpstreamIdentity).
+func (u *upstreamClient) identity() string {
+	if u.cfg.UpstreamIdentity == nil {
+		return ""
+	}
+	return u.cfg.UpstreamIdentity()
+}
+
+// transport is the pool of the identity in force: after a rotation of the
+// edge certificate or the CA bundle, a new one, and the old one's idle
+// connections are closed (its busy ones finish their requests, then idle
+// out: no request is given to them any more).
+func (u *upstreamClient) transport() *http.Transport {
+	p := u.pool.Load()
+	id := u.identity()
+	if p.identity == id {
+		return p.transport
+	}
+	u.poolMu.Lock()
+	defer u.poolMu.Unlock()
+	if p = u.pool.Load(); p.identity == id {
+		return p.transport
+	}
+	next := &pooled{identity: id, transport: u.newTransport()}
+	u.pool.Store(next)
+	p.transport.CloseIdleConnections()
+	u.cfg.Log.Info("upstream identity changed: new upstream connections for the next requests",
+		"route", u.cfg.Route)
+	return next.transport
+}
+
+// newTransport is one pool of upstream connections.
+func (u *upstreamClient) newTransport() *http.Transport {
+	cfg := u.cfg
+	return &http.Transport{
 		DialTLSContext:        u.dialTLS,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConnsPerHost:   DefaultMaxIdleConnsPerHost,
@@ -57,10 +106,6 @@ func newUpstreamClient(cfg *Config) *upstreamClient {
 			PingTimeout:               15 * time.Second,
 		},
 	}
-	if cfg.Redirects == RedirectsFollow {
-		u.follow = newRedirector(cfg)
-	}
-	return u
 }
 
 // hostKey carries the *upstream.Host of an attempt to dialTLS.
@@ -104,7 +149,7 @@ func (u *upstreamClient) try(req *http.Request, h *upstream.Host) (*http.Respons
 	url.Scheme, url.Host = "https", h.Addr()
 	out.URL = &url
 	release := h.Acquire()
-	resp, err := u.transport.RoundTrip(out)
+	resp, err := u.transport().RoundTrip(out)
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("upstream %s: %w", h.Addr(), err)
@@ -198,7 +243,7 @@ func (u *upstreamClient) serverName(addr string) string { return u.tlsConfig(add
 
 // closeIdle closes the idle upstream connections.
 func (u *upstreamClient) closeIdle() {
-	u.transport.CloseIdleConnections()
+	u.pool.Load().transport.CloseIdleConnections()
 	if u.follow != nil {
 		u.follow.transport.CloseIdleConnections()
 	}

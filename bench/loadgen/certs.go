@@ -19,8 +19,9 @@ const (
 )
 
 // writePKI creates, in dir, one ECDSA P-256 CA and three leaves signed by
-// it (internal/pki): serve (what clients see on the bridge route), upstream
-// (the mTLS upstream's server certificate) and client (the edge identity
+// it (internal/pki): serve (what clients see on the bridge and http
+// routes), upstream (the server certificate of the mTLS upstream and of
+// the registry) and client (the edge identity
 // the proxies present upstream). Each leaf is written as NAME.crt,
 // NAME.key and NAME.pem (certificate then key, HAProxy's format); the CA
 // as ca.crt.
@@ -37,7 +38,7 @@ func writePKI(dir string) error {
 		sans  []string
 		usage x509.ExtKeyUsage
 	}{
-		{"serve", []string{bridgeName, spliceName}, x509.ExtKeyUsageServerAuth},
+		{"serve", []string{bridgeName, spliceName, httpName}, x509.ExtKeyUsageServerAuth},
 		{"upstream", []string{upstreamName}, x509.ExtKeyUsageServerAuth},
 		{"client", nil, x509.ExtKeyUsageClientAuth},
 	}

@@ -62,10 +62,15 @@ func cmdUpstream(args []string) error {
 	spliceAt := fs.String("splice", "127.0.0.1:0", "address of the plain TCP upstream (splice routes)")
 	bridgeAt := fs.String("bridge", "127.0.0.1:0", "address of the mTLS upstream (bridge routes)")
 	statsAt := fs.String("stats", "", "address serving the bridge upstream's handshake counters (JSON); empty: none")
+	httpAt := fs.String("http", "", "address of the mTLS registry (http scenarios); empty: none")
+	bigMiB := fs.Int64("big-blob-mib", 1024, "size of the registry's large blob in MiB (generated, never held in memory)")
 	fs.Parse(args)
 	p, err := loadPKI(*dir)
 	if err != nil {
 		return err
+	}
+	if *bigMiB <= 0 {
+		return fmt.Errorf("-big-blob-mib: want a positive size, got %d", *bigMiB)
 	}
 	sl, err := net.Listen("tcp", *spliceAt)
 	if err != nil {
@@ -85,16 +90,24 @@ func cmdUpstream(args []string) error {
 		defer stl.Close()
 		go http.Serve(stl, &u.stats)
 	}
-	fmt.Printf("upstream ready: splice %s bridge %s\n", sl.Addr(), bl.Addr())
+	reg, err := startRegistry(*httpAt, *bigMiB<<20, p, &u.stats)
+	if err != nil {
+		sl.Close()
+		bl.Close()
+		return err
+	}
+	fmt.Printf("upstream ready: splice %s bridge %s%s\n", sl.Addr(), bl.Addr(), reg.describe())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	go func() { <-ctx.Done(); sl.Close(); bl.Close() }()
-	errc := make(chan error, 2)
+	go func() { <-ctx.Done(); sl.Close(); bl.Close(); reg.close() }()
+	errc := make(chan error, 3)
 	go func() { errc <- u.serve(sl, u.handleSplice) }()
 	go func() { errc <- u.serve(bl, u.handleBridge) }()
-	err = <-errc
-	if err2 := <-errc; err == nil {
-		err = err2
+	go func() { errc <- reg.serve() }()
+	for range 3 {
+		if e := <-errc; err == nil {
+			err = e
+		}
 	}
 	return err // connections still open die with the process
 }
@@ -103,13 +116,13 @@ func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	r := &runner{log: os.Stdout}
 	dir := fs.String("pki", "", "directory written by `loadgen certs` (required)")
-	fs.Var((*targetList)(&r.targets), "target", "name=N,splice=ADDR,bridge=ADDR,pid=P[,direct=1][,pprof=ADDR] (repeat, in round order)")
+	fs.Var((*targetList)(&r.targets), "target", "name=N,splice=ADDR,bridge=ADDR,http=ADDR,pid=P[,direct=1][,pprof=ADDR] (repeat, in round order)")
 	fs.IntVar(&r.upstreamPID, "upstream-pid", 0, "PID of `loadgen upstream` (for its CPU share)")
 	fs.StringVar(&r.upstreamStats, "upstream-stats", "", "address of `loadgen upstream -stats` (upstream-leg resumption and key exchange)")
 	groups := fs.String("client-groups", "default", "key exchanges the TLS client offers: default (this Go's: X25519MLKEM768, X25519, ...) or x25519")
 	fs.StringVar(&r.out, "out", "results.jsonl", "JSON-lines file the results are appended to")
 	fs.StringVar(&r.pprofDir, "pprof-dir", "", "save profiles of targets with pprof= here")
-	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-latency, splice-tput, bridge-full, bridge-resumed, bridge-tput, idle-mem, all")
+	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-latency, splice-tput, bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs, http-bigblob, http-* (all three), idle-mem, all")
 	fs.IntVar(&r.rounds, "rounds", 3, "rounds (each target once per round)")
 	fs.IntVar(&r.firstRound, "first-round", 1, "number of the first round (for runs split across restarts)")
 	fs.IntVar(&r.conc, "conc", 32, "concurrent connections in the rate and handshake scenarios")
@@ -118,6 +131,8 @@ func cmdRun(args []string) error {
 	fs.DurationVar(&r.hsTime, "hs-time", 4*time.Second, "duration of one handshake measurement")
 	fs.DurationVar(&r.tputTime, "tput-time", 3*time.Second, "duration of one throughput measurement")
 	streams := fs.String("streams", "1,8", "stream counts of the throughput scenarios")
+	fs.DurationVar(&r.httpTime, "http-time", 4*time.Second, "duration of one http-manifest or http-blobs measurement")
+	httpStreams := fs.String("http-streams", "1,4", "connection counts of the http-bigblob scenarios")
 	fs.IntVar(&r.idleConns, "idle-conns", 9000, "idle tunnels opened in the idle-mem scenario")
 	fs.DurationVar(&r.pause, "pause", 300*time.Millisecond, "pause between measurements")
 	fs.Float64Var(&r.maxOther, "max-other", 50, "measure again when other work used more than this CPU (% of one core)")
@@ -130,6 +145,9 @@ func cmdRun(args []string) error {
 	var err error
 	if r.streams, err = parseInts(*streams); err != nil {
 		return fmt.Errorf("-streams: %w", err)
+	}
+	if r.httpStreams, err = parseInts(*httpStreams); err != nil {
+		return fmt.Errorf("-http-streams: %w", err)
 	}
 	r.scenarios = strings.Split(*scen, ",")
 	switch *groups {

@@ -19,6 +19,10 @@ type row struct {
 	format               string
 	// limit, when > 0, is an absolute target for the subject (lower is better).
 	limit float64
+	// factor, when > 0, raises a higher-is-better target from the best
+	// reference to factor times it (issue 15: small blobs at 1.3×).
+	factor float64
+	info   bool // informative: no verdict
 }
 
 // rowsFor returns the table rows for the scenarios present, in order.
@@ -28,33 +32,35 @@ func rowsFor(scenarios []string) []row {
 		switch {
 		case sc == "splice-rate":
 			rows = append(rows,
-				row{sc, "conn_s", "1 splice conn/s", true, "%.0f", 0},
-				row{sc, "per_core", "1 splice conn per proxy core-second", true, "%.0f", 0},
-				row{sc, "p50_ms", "1 splice p50 ms", false, "%.2f", 0},
-				row{sc, "p99_ms", "1 splice p99 ms", false, "%.2f", 0})
+				row{sc, "conn_s", "1 splice conn/s", true, "%.0f", 0, 0, false},
+				row{sc, "per_core", "1 splice conn per proxy core-second", true, "%.0f", 0, 0, false},
+				row{sc, "p50_ms", "1 splice p50 ms", false, "%.2f", 0, 0, false},
+				row{sc, "p99_ms", "1 splice p99 ms", false, "%.2f", 0, 0, false})
 		case sc == "splice-latency":
 			rows = append(rows,
-				row{sc, "p50_ms", "1 splice p50 ms, open loop at a fixed rate", false, "%.2f", 0},
-				row{sc, "p99_ms", "1 splice p99 ms, open loop at a fixed rate", false, "%.2f", 0},
-				row{sc, "p999_ms", "1 splice p99.9 ms, open loop at a fixed rate", false, "%.2f", 0})
+				row{sc, "p50_ms", "1 splice p50 ms, open loop at a fixed rate", false, "%.2f", 0, 0, false},
+				row{sc, "p99_ms", "1 splice p99 ms, open loop at a fixed rate", false, "%.2f", 0, 0, false},
+				row{sc, "p999_ms", "1 splice p99.9 ms, open loop at a fixed rate", false, "%.2f", 0, 0, false})
 		case strings.HasPrefix(sc, "splice-tput-"):
-			rows = append(rows, row{sc, "gbit_s", "2 splice Gbit/s, " + streamsLabel(sc), true, "%.2f", 0},
-				row{sc, "per_core", "2 splice Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0})
+			rows = append(rows, row{sc, "gbit_s", "2 splice Gbit/s, " + streamsLabel(sc), true, "%.2f", 0, 0, false},
+				row{sc, "per_core", "2 splice Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0, 0, false})
 		case sc == "bridge-full" || sc == "bridge-resumed":
 			kind := strings.TrimPrefix(sc, "bridge-")
 			rows = append(rows,
-				row{sc, "hs_s", "3 bridge " + kind + " hs/s", true, "%.0f", 0},
-				row{sc, "per_core", "3 bridge " + kind + " hs per proxy core-second", true, "%.0f", 0},
-				row{sc, "p50_ms", "3 bridge " + kind + " p50 ms", false, "%.2f", 0},
-				row{sc, "p99_ms", "3 bridge " + kind + " p99 ms", false, "%.2f", 0})
+				row{sc, "hs_s", "3 bridge " + kind + " hs/s", true, "%.0f", 0, 0, false},
+				row{sc, "per_core", "3 bridge " + kind + " hs per proxy core-second", true, "%.0f", 0, 0, false},
+				row{sc, "p50_ms", "3 bridge " + kind + " p50 ms", false, "%.2f", 0, 0, false},
+				row{sc, "p99_ms", "3 bridge " + kind + " p99 ms", false, "%.2f", 0, 0, false})
 		case strings.HasPrefix(sc, "bridge-tput-"):
-			rows = append(rows, row{sc, "gbit_s", "4 bridge Gbit/s, " + streamsLabel(sc), true, "%.2f", 0},
-				row{sc, "per_core", "4 bridge Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0})
+			rows = append(rows, row{sc, "gbit_s", "4 bridge Gbit/s, " + streamsLabel(sc), true, "%.2f", 0, 0, false},
+				row{sc, "per_core", "4 bridge Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0, 0, false})
+		case strings.HasPrefix(sc, "http-"):
+			rows = append(rows, httpRows(sc)...)
 		case sc == "idle-mem":
 			rows = append(rows,
-				row{sc, "kib_conn", "5 KiB RSS / idle tunnel", false, "%.1f", 8},
-				row{sc, "fds_conn", "5 fds / idle tunnel", false, "%.1f", 2},
-				row{sc, "pipes_conn", "5 pipe fds / idle tunnel", false, "%.2f", 0})
+				row{sc, "kib_conn", "5 KiB RSS / idle tunnel", false, "%.1f", 8, 0, false},
+				row{sc, "fds_conn", "5 fds / idle tunnel", false, "%.1f", 2, 0, false},
+				row{sc, "pipes_conn", "5 pipe fds / idle tunnel", false, "%.2f", 0, 0, false})
 		}
 	}
 	return rows
@@ -85,8 +91,10 @@ func summarize(results []Result) *summary {
 	for _, r := range results {
 		s.scenarios = appendNew(s.scenarios, r.Scenario)
 		s.targets = appendNew(s.targets, r.Target)
-		if r.Notes["error"] != "" {
-			s.note(r, "error", r.Notes["error"])
+		if r.Notes["error"] != "" || r.Notes["skipped"] != "" {
+			for k, v := range r.Notes {
+				s.note(r, k, v)
+			}
 			continue
 		}
 		for k, v := range withPerCore(r) {
@@ -208,12 +216,15 @@ func (c comparison) verdict(s *summary, rw row, subject string) string {
 		shown, _ := strconv.ParseFloat(fmt.Sprintf(cmp.Or(rw.format, "%g"), v), 64)
 		return yesNo(shown <= rw.limit) + fmt.Sprintf(" (≤ %g)", rw.limit)
 	}
-	if rw.key == "pipes_conn" || rw.key == "p50_ms" || rw.key == "per_core" {
+	if rw.info || rw.key == "pipes_conn" || rw.key == "p50_ms" || rw.key == "per_core" {
 		return "—" // informative rows, no target of their own
 	}
 	b, _, ok := c.best(s, rw)
 	if !ok {
 		return "n/a"
+	}
+	if rw.higher && rw.factor > 0 {
+		return yesNo(v >= rw.factor*b) + fmt.Sprintf(" (≥ %g× best)", rw.factor)
 	}
 	if rw.higher {
 		return yesNo(v >= b)
@@ -261,7 +272,10 @@ func writeTable(w io.Writer, s *summary, c comparison) {
 func (s *summary) cell(rw row, t, base string) string {
 	v, ok := s.value(rw.scenario, t, rw.key)
 	if !ok {
-		if s.notes[[2]string{rw.scenario, t}]["error"] != "" {
+		switch n := s.notes[[2]string{rw.scenario, t}]; {
+		case n["skipped"] != "":
+			return "skipped"
+		case n["error"] != "":
 			return "failed"
 		}
 		return "—"
@@ -337,7 +351,7 @@ func writeNotes(w io.Writer, s *summary) {
 // goroutines per tunnel, sockets/pipes) per scenario and target.
 func writeExtra(w io.Writer, s *summary) {
 	keys := []string{"attempts", "resumed_frac", "up_resumed_frac", "up_handshakes", "errors", "failed", "open", "rss_mib", "sockets_conn",
-		"goroutines_conn", "heap_kib_conn", "stack_kib_conn", "allocs_conn", "alloc_kib_conn"}
+		"goroutines_conn", "heap_kib_conn", "stack_kib_conn", "allocs_conn", "alloc_kib_conn", "downloads", "rss_peak_mib"}
 	for _, sc := range s.scenarios {
 		for _, t := range s.targets {
 			var parts []string

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,8 @@ type runner struct {
 	hsTime        time.Duration
 	tputTime      time.Duration
 	streams       []int
+	httpTime      time.Duration // one http-manifest or http-blobs measurement
+	httpStreams   []int         // connections of the http-bigblob scenarios
 	idleConns     int
 	pause         time.Duration
 	// maxOther is the CPU (percent of one core) other work on the machine
@@ -40,6 +43,10 @@ type runner struct {
 	retries     int
 	retryBudget time.Duration
 	log         io.Writer
+	// probed holds each target's probeHTTP outcome (nil: it takes part
+	// in the http scenarios); catalog is the first probe's catalog.
+	probed  map[string]error
+	catalog *catalog
 }
 
 func (r *runner) newResult(scenario string, t target, round int) Result {
@@ -62,6 +69,15 @@ func (r *runner) run() error {
 				if sc.addr(t) == "" {
 					continue
 				}
+				if err := r.ready(sc, t); err != nil {
+					if round > r.firstRound {
+						continue
+					}
+					if err := r.skip(sc, t, round, err); err != nil {
+						return err
+					}
+					continue
+				}
 				if err := r.measureOne(sc, t, round); err != nil {
 					return err
 				}
@@ -73,26 +89,63 @@ func (r *runner) run() error {
 }
 
 // chosen reports whether scenario name was asked for; "splice-tput" picks
-// every splice-tput-N.
+// every splice-tput-N, "http" and "http-*" every http scenario.
 func (r *runner) chosen(name string) bool {
 	return slices.ContainsFunc(r.scenarios, func(s string) bool {
-		return s == "all" || s == name || strings.HasPrefix(name, s+"-")
+		matched, _ := path.Match(s, name)
+		return s == "all" || s == name || strings.HasPrefix(name, s+"-") || matched
 	})
 }
 
 // warmUp runs each target briefly so that first-round costs (heap growth,
 // thread pools, page faults) do not land in round 1.
 func (r *runner) warmUp(sc scenario) {
-	saved := []time.Duration{r.rateTime, r.hsTime}
-	r.rateTime, r.hsTime = time.Second/2, time.Second/2
+	saved := []time.Duration{r.rateTime, r.hsTime, r.httpTime}
+	r.rateTime, r.hsTime, r.httpTime = time.Second/2, time.Second/2, time.Second/2
 	dir := r.pprofDir
 	r.pprofDir = ""
 	for _, t := range r.targets {
-		if sc.addr(t) != "" {
+		if sc.addr(t) != "" && r.ready(sc, t) == nil {
 			sc.measure(r, t, 0)
 		}
 	}
-	r.rateTime, r.hsTime, r.pprofDir = saved[0], saved[1], dir
+	r.rateTime, r.hsTime, r.httpTime, r.pprofDir = saved[0], saved[1], saved[2], dir
+}
+
+// ready reports why t cannot take part in sc (nil: it can). For the http
+// scenarios it probes t once per run (probeHTTP): a target that does not
+// answer, or that copies bytes instead of speaking HTTP (snigate without
+// its HTTP bridge), is skipped with the reason instead of measured.
+func (r *runner) ready(sc scenario, t target) error {
+	if !sc.http {
+		return nil
+	}
+	if err, ok := r.probed[t.Name]; ok {
+		return err
+	}
+	cat, err := probeHTTP(t, r.pki, r.curves)
+	if err == nil && r.catalog != nil && cat.manifestDigest != r.catalog.manifestDigest {
+		err = fmt.Errorf("it serves the manifest %s, other targets %s", cat.manifestDigest, r.catalog.manifestDigest)
+	}
+	if err == nil && r.catalog == nil {
+		r.catalog = cat
+	}
+	if r.probed == nil {
+		r.probed = map[string]error{}
+	}
+	r.probed[t.Name] = err
+	if err != nil {
+		fmt.Fprintf(r.log, "target %s is skipped in the http scenarios: %v\n", t.Name, err)
+	}
+	return err
+}
+
+// skip records that t was not measured in sc, and why.
+func (r *runner) skip(sc scenario, t target, round int, why error) error {
+	res := r.newResult(sc.name, t, round)
+	res.Notes["skipped"] = why.Error()
+	fmt.Fprintf(r.log, "round %d %-15s %-9s SKIPPED (see above)\n", round, sc.name, t.Name)
+	return appendResult(r.out, res)
 }
 
 func (r *runner) measureOne(sc scenario, t target, round int) error {

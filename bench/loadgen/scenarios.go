@@ -11,9 +11,12 @@ import (
 // scenario is one measurement kind. addr picks the target's address for
 // it ("" skips the target); measure takes one measurement.
 type scenario struct {
-	name    string
-	addr    func(target) string
-	warm    bool // run a short unmeasured warm-up per target first
+	name string
+	addr func(target) string
+	warm bool // run a short unmeasured warm-up per target first
+	// http marks the http scenarios: a target takes part only once
+	// probeHTTP has passed for it (runner.ready).
+	http    bool
 	measure func(r *runner, t target, round int) (Result, error)
 }
 
@@ -43,6 +46,13 @@ func (r *runner) scenarioList() []scenario {
 	)
 	for _, n := range r.streams {
 		list = append(list, scenario{name: fmt.Sprintf("bridge-tput-%d", n), addr: bridgeAddr, measure: r.bridgeTput(n)})
+	}
+	list = append(list,
+		scenario{name: "http-manifest", addr: httpAddr, warm: true, http: true, measure: (*runner).httpManifest},
+		scenario{name: "http-blobs", addr: httpAddr, warm: true, http: true, measure: (*runner).httpBlobs},
+	)
+	for _, n := range r.httpStreams {
+		list = append(list, scenario{name: fmt.Sprintf("http-bigblob-%d", n), addr: httpAddr, http: true, measure: r.httpBigBlob(n)})
 	}
 	return append(list, scenario{name: "idle-mem", addr: proxyOnly, measure: (*runner).idleMem})
 }

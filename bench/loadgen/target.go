@@ -12,6 +12,7 @@ type target struct {
 	Name   string
 	Splice string // address for the splice scenarios; "" skips them
 	Bridge string // address for the bridge scenarios; "" skips them
+	HTTP   string // address for the http scenarios (the route of SNI httpName); "" skips them
 	PID    int    // the proxy's root process (its descendants are counted too)
 	// Direct marks the no-proxy baseline: the bridge client then presents
 	// the client certificate and verifies the upstream's name itself.
@@ -21,7 +22,7 @@ type target struct {
 	Pprof string
 }
 
-// parseTarget parses "name=N,splice=ADDR,bridge=ADDR,pid=P,direct=1,pprof=ADDR".
+// parseTarget parses "name=N,splice=ADDR,bridge=ADDR,http=ADDR,pid=P,direct=1,pprof=ADDR".
 func parseTarget(s string) (target, error) {
 	var t target
 	for _, kv := range strings.Split(s, ",") {
@@ -37,6 +38,8 @@ func parseTarget(s string) (target, error) {
 			t.Splice = v
 		case "bridge":
 			t.Bridge = v
+		case "http":
+			t.HTTP = v
 		case "pid":
 			t.PID, err = strconv.Atoi(v)
 		case "direct":
@@ -44,7 +47,7 @@ func parseTarget(s string) (target, error) {
 		case "pprof":
 			t.Pprof = v
 		default:
-			err = fmt.Errorf("unknown key %q (want name, splice, bridge, pid, direct or pprof)", k)
+			err = fmt.Errorf("unknown key %q (want name, splice, bridge, http, pid, direct or pprof)", k)
 		}
 		if err != nil {
 			return t, fmt.Errorf("target %q: %s: %w", s, k, err)

@@ -39,6 +39,9 @@ func ctlVerb(c *admin.Client, args []string, out string, stdout, stderr io.Write
 	case len(args) == 1 && args[0] == "upstreams":
 		st, err := c.Upstreams(ctx)
 		return run(st, err, func() error { return admin.WriteUpstreamTable(stdout, st) })
+	case len(args) == 1 && args[0] == "answers":
+		st, err := c.Answers(ctx)
+		return run(st, err, func() error { return admin.WriteAnswerTable(stdout, st) })
 	case len(args) == 4 && args[0] == "set":
 		state, err := upstream.ParseState(args[3])
 		if err != nil {

@@ -36,6 +36,7 @@ const usage = `usage:
   snigate ctl [--admin ADDR] set ROUTE UPSTREAM STATE    (STATE: ready | drain | maint)
 ` + ctlUsage + `  snigate node-config -c FILE [--out DIR] [--runtime containerd|docker|podman]
   snigate doctor NAME [--ca FILE] [--dns ADDR]
+  snigate ctl [--admin ADDR] answers                     (dns.answer_check: addresses given in DNS answers)
   snigate version
 `
 
@@ -237,7 +238,7 @@ func cmdCtl(args []string, stdout, stderr io.Writer) int {
 	if code, ok := ctlVerb(&admin.Client{Addr: *addr}, fs.Args(), *output, stdout, stderr); ok {
 		return code
 	}
-	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\", \"set ROUTE UPSTREAM STATE\", \"routes\", \"config\", \"reload\" or \"ready [on|off]\"\n%s", usage)
+	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\", \"answers\", \"set ROUTE UPSTREAM STATE\", \"routes\", \"config\", \"reload\" or \"ready [on|off]\"\n%s", usage)
 	return exitUsage
 }
 

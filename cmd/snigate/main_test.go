@@ -58,6 +58,8 @@ routes:
 		{name: "run invalid", args: []string{"run", "-c", bad}, want: 2, wantStderr: []string{"bad.yaml:3: listen.tsl"}},
 		{name: "run bad log format", args: []string{"run", "-c", good, "--log-format", "xml"}, want: 2, wantStderr: []string{"--log-format"}},
 		{name: "ctl unreachable", args: []string{"ctl", "--admin", "127.0.0.1:1", "upstreams"}, want: 1, wantStderr: []string{"127.0.0.1:1"}},
+		{name: "ctl answers unreachable", args: []string{"ctl", "--admin", "127.0.0.1:1", "answers"}, want: 1, wantStderr: []string{"127.0.0.1:1"}},
+		{name: "ctl unknown verb", args: []string{"ctl", "answer"}, want: 2, wantStderr: []string{`"answers"`}},
 		{name: "ctl bad state", args: []string{"ctl", "set", "a", "b", "sleeping"}, want: 2, wantStderr: []string{"sleeping"}},
 		{name: "ca without init", args: []string{"ca"}, want: 2, wantStderr: []string{"ca init"}},
 		{name: "ca init without out", args: []string{"ca", "init"}, want: 2, wantStderr: []string{"--out"}},

@@ -181,7 +181,7 @@ func allow(h http.Handler, methods ...string) http.Handler {
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the admin listener serves /healthz, /readyz, /metrics, GET /api/upstreams, POST /api/upstreams/{route}/{upstream}, GET /api/routes, GET /api/config, GET /api/version, POST /api/reload, GET and POST /api/ready, and /debug/pprof/ when debug.pprof is true", r.URL.Path))
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the admin listener serves /healthz, /readyz, /metrics, GET /api/upstreams, POST /api/upstreams/{route}/{upstream}, GET /api/answers, GET /api/routes, GET /api/config, GET /api/version, POST /api/reload, GET and POST /api/ready, and /debug/pprof/ when debug.pprof is true", r.URL.Path))
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

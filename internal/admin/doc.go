@@ -8,6 +8,7 @@
 //	GET  /metrics                            Prometheus text format from Config.Gatherer
 //	GET  /api/upstreams                      JSON array of upstream.Status
 //	POST /api/upstreams/{route}/{upstream}   body {"state":"ready"|"drain"|"maint"}: 200 and the new upstream.Status
+//	GET  /api/answers                        JSON array of dnsresponder.AnswerStatus (dns.answer_check); 404 without one
 //
 // Errors are JSON {"error": "..."}: 404 for an unknown route or upstream (the
 // gateway's error wraps ErrNotFound or upstream.ErrUnknownUpstream), 400

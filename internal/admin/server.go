@@ -29,6 +29,8 @@ const (
 type Config struct {
 	// Upstreams backs /api/upstreams. nil: the runtime API answers 503.
 	Upstreams upstreamAPI
+	// Answers backs /api/answers (dns.answer_check). nil: it answers 503.
+	Answers answerLister
 	// ReadyFunc backs /readyz. nil: ready whenever the server runs.
 	ReadyFunc func() bool
 	// Gatherer backs /metrics. nil: /metrics answers 404.
@@ -130,6 +132,7 @@ func (s *Server) routes() http.Handler {
 	handle("/metrics", allow(s.metricsHandler(), http.MethodGet))
 	handle("/api/upstreams", allow(http.HandlerFunc(s.listUpstreams), http.MethodGet))
 	handle("/api/upstreams/{route}/{upstream}", allow(http.HandlerFunc(s.setUpstream), http.MethodPost))
+	handle("/api/answers", allow(http.HandlerFunc(s.listAnswers), http.MethodGet))
 	handle("/api/routes", allow(http.HandlerFunc(s.listRoutes), http.MethodGet))
 	handle("/api/config", allow(http.HandlerFunc(s.configStatus), http.MethodGet))
 	handle("/api/reload", allow(http.HandlerFunc(s.reload), http.MethodPost))

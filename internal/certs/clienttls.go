@@ -89,6 +89,11 @@ func (c *ClientTLS) Config() *tls.Config {
 	return cfg
 }
 
+// Identity names the client certificate and CA bundle in force: it
+// changes when either is rotated, so that a holder of long-lived
+// connections (the HTTP bridge's pool) knows to make new ones.
+func (c *ClientTLS) Identity() string { return c.scope().key }
+
 // scope reads the certificate and bundle in force; the prefix is computed
 // again only when one of them changed.
 func (c *ClientTLS) scope() *clientScope {

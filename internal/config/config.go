@@ -129,6 +129,9 @@ type DNS struct {
 	// Allow is dns.allow: the clients the responder answers, in place of
 	// listen.allow; empty: listen.allow applies (see DNSAllow).
 	Allow []netip.Prefix
+	// AnswerCheck is dns.answer_check: answer only the addresses that
+	// serve; nil: every address, always.
+	AnswerCheck *AnswerCheck
 }
 
 // Route is one entry of routes:.

@@ -8,7 +8,7 @@ import (
 )
 
 // dns parses the dns: section, required when listen.dns is set.
-func (p *parser) dns(top, listen fields) DNS {
+func (p *parser) dns(top, listen fields, l Listen) DNS {
 	d := DNS{TTL: DefaultDNSTTL}
 	if top.get("dns") == nil {
 		if listen.get("dns") != nil {
@@ -16,7 +16,7 @@ func (p *parser) dns(top, listen fields) DNS {
 		}
 		return d
 	}
-	f := p.mapping(top.get("dns"), "dns", top.keyLine("dns"), "answer", "ttl", "forward", "names", "allow")
+	f := p.mapping(top.get("dns"), "dns", top.keyLine("dns"), "answer", "ttl", "forward", "names", "allow", "answer_check")
 	d.Answer = p.answers(f)
 	d.Allow = p.prefixes(f, "allow")
 	d.TTL = p.ttl(f)
@@ -27,6 +27,7 @@ func (p *parser) dns(top, listen fields) DNS {
 		}
 	}
 	d.Names, _ = p.patterns(f, "names", `["mirror.example.com"]`)
+	d.AnswerCheck = p.answerCheck(f, l)
 	return d
 }
 

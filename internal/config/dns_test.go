@@ -1,8 +1,10 @@
 package config
 
 import (
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestDNSAllow: dns.allow, when set, replaces listen.allow for the DNS
@@ -47,4 +49,41 @@ func optionalLine(s string) string {
 		return ""
 	}
 	return s + "\n"
+}
+
+// TestAnswerCheckDefaults: dns.answer_check fills in what it leaves out,
+// its port from listen.tls[0]; absent, it is nil (every address answered).
+func TestAnswerCheckDefaults(t *testing.T) {
+	tests := []struct {
+		name  string
+		tls   string // listen.tls value
+		check string // dns.answer_check lines, "" for none
+		want  *AnswerCheck
+	}{
+		{name: "absent", tls: `[":443"]`, want: nil},
+		{name: "empty mapping takes the defaults", tls: `[":443"]`, check: "  answer_check: {}",
+			want: &AnswerCheck{Port: 443, Interval: DefaultAnswerCheckInterval, Timeout: DefaultAnswerCheckTimeout,
+				Fall: DefaultAnswerCheckFall, Rise: DefaultAnswerCheckRise}},
+		{name: "port from the first TLS listener", tls: `["10.0.0.5:8443", ":9443"]`, check: "  answer_check: {}",
+			want: &AnswerCheck{Port: 8443, Interval: 2 * time.Second, Timeout: time.Second, Fall: 2, Rise: 2}},
+		{name: "port 0 listener: 443", tls: `["127.0.0.1:0"]`, check: "  answer_check: {}",
+			want: &AnswerCheck{Port: 443, Interval: 2 * time.Second, Timeout: time.Second, Fall: 2, Rise: 2}},
+		{name: "every key set", tls: `[":443"]`,
+			check: "  answer_check:\n    port: 8443\n    interval: 5s\n    timeout: 5s\n    fall: 1\n    rise: 3",
+			want:  &AnswerCheck{Port: 8443, Interval: 5 * time.Second, Timeout: 5 * time.Second, Fall: 1, Rise: 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			yaml := "listen:\n  tls: " + tc.tls + "\n  dns: \":53\"\n" +
+				"dns:\n  answer: [\"10.0.0.5\", \"10.0.0.6\"]\n" + optionalLine(tc.check) +
+				"routes:\n  - name: r\n    sni: [r.example.com]\n    mode: splice\n    upstreams: [\"10.1.0.1:443\"]\n"
+			c, err := Parse("snigate.yaml", []byte(yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.DNS.AnswerCheck, tc.want) {
+				t.Errorf("AnswerCheck = %+v, want %+v", c.DNS.AnswerCheck, tc.want)
+			}
+		})
+	}
 }

@@ -186,7 +186,33 @@ max_connections: 0
 		`snigate.yaml:10: dns.allow: want a list such as ["10.0.0.0/8"], got "10.0.0.0/8"`,
 	}},
 	{name: "dns.allwo misspelt", yaml: minimalSplice + "dns:\n  answer: [\"192.0.2.10\"]\n  allwo: []\n", want: []string{
-		`snigate.yaml:10: dns.allwo: unknown key (did you mean "allow"?); allowed here: answer, ttl, forward, names, allow`,
+		`snigate.yaml:10: dns.allwo: unknown key (did you mean "allow"?); allowed here: answer, ttl, forward, names, allow, answer_check`,
+	}},
+	{name: "dns.answer_check values", yaml: minimalSplice + `dns:
+  answer: ["192.0.2.10", "192.0.2.11"]
+  answer_check:
+    port: 70000
+    interval: 2
+    timeout: 0s
+    fall: 0
+    rise: x
+    path: /v2/
+`, want: []string{
+		`snigate.yaml:11: dns.answer_check.port: want an integer from 1 to 65535, got 70000`,
+		`snigate.yaml:12: dns.answer_check.interval: want a duration such as "2s", got "2"`,
+		`snigate.yaml:13: dns.answer_check.timeout: want a duration greater than 0 such as "1s", got "0s"`,
+		`snigate.yaml:14: dns.answer_check.fall: want an integer of at least 1, got 0`,
+		`snigate.yaml:15: dns.answer_check.rise: want an integer of at least 1, got "x"`,
+		`snigate.yaml:16: dns.answer_check.path: unknown key; allowed here: port, interval, timeout, fall, rise`,
+	}},
+	{name: "dns.answer_check timeout beyond interval", yaml: minimalSplice + "dns:\n  answer: [\"192.0.2.10\"]\n  answer_check:\n    interval: 1s\n    timeout: 3s\n", want: []string{
+		`snigate.yaml:12: dns.answer_check.timeout: want at most dns.answer_check.interval (1s), got "3s"`,
+	}},
+	{name: "dns.answer_check interval below the default timeout", yaml: minimalSplice + "dns:\n  answer: [\"192.0.2.10\"]\n  answer_check:\n    interval: 500ms\n", want: []string{
+		`snigate.yaml:11: dns.answer_check.interval: want at least dns.answer_check.timeout (1s, the default; set timeout too for a shorter interval), got "500ms"`,
+	}},
+	{name: "dns.answer_check not a mapping", yaml: minimalSplice + "dns:\n  answer: [\"192.0.2.10\"]\n  answer_check: 443\n", want: []string{
+		`snigate.yaml:10: dns.answer_check: want a mapping with keys port, interval, timeout, fall, rise, got "443"`,
 	}},
 
 	// routes:

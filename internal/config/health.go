@@ -29,7 +29,7 @@ func (p *parser) health(route fields, mode string) Health {
 	h.Timeout = p.durationAt(f, "timeout", DefaultHealthTimeout)
 	h.Fall = p.intAt(f, "fall", DefaultHealthFall, 1)
 	h.Rise = p.intAt(f, "rise", DefaultHealthRise, 1)
-	p.timeoutWithinInterval(f, h)
+	p.timeoutWithinInterval(f, h, "health")
 	return h
 }
 
@@ -73,15 +73,16 @@ func (p *parser) expectStatus(f fields) []int {
 // timeoutWithinInterval checks that a check's timeout is at most the
 // interval between the starts of two checks (equal is valid, as in
 // HAProxy, Envoy and Kubernetes probes), reporting at the key the file sets.
-func (p *parser) timeoutWithinInterval(f fields, h Health) {
+// section names the mapping in the message ("health", "dns.answer_check").
+func (p *parser) timeoutWithinInterval(f fields, h Health, section string) {
 	if h.Timeout <= h.Interval || p.hasErrorAt(f.key("timeout")) || p.hasErrorAt(f.key("interval")) {
 		return
 	}
 	if n := f.get("timeout"); n != nil {
-		p.errorf(n.Line, f.key("timeout"), "want at most health.interval (%s), got %q", shortDuration(h.Interval), n.Value)
+		p.errorf(n.Line, f.key("timeout"), "want at most %s.interval (%s), got %q", section, shortDuration(h.Interval), n.Value)
 		return
 	}
 	n := f.get("interval")
-	p.errorf(n.Line, f.key("interval"), "want at least health.timeout (%s, the default; set timeout too for a shorter interval), got %q",
-		shortDuration(h.Timeout), n.Value)
+	p.errorf(n.Line, f.key("interval"), "want at least %s.timeout (%s, the default; set timeout too for a shorter interval), got %q",
+		section, shortDuration(h.Timeout), n.Value)
 }

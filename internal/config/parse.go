@@ -92,7 +92,7 @@ func (p *parser) parse(data []byte) *Config {
 	c.Listen, listen = p.listen(top)
 	c.Timeouts = p.timeouts(top)
 	p.limits(top, c)
-	c.DNS = p.dns(top, listen)
+	c.DNS = p.dns(top, listen, c.Listen)
 	c.Routes = p.routes(top)
 	c.DefaultRoute = p.defaultRoute(top, c.Routes)
 	c.Debug = p.debug(top)

@@ -26,8 +26,10 @@ var ErrProbeFailed = errors.New("some upstreams failed the probe")
 // writes a summary to w: it parses the file, then builds everything `run`
 // builds from it (checkBuild), so that a file check accepts is a file run
 // starts with. With probe it also dials every upstream of every route and
-// writes a table of the results. A configuration error, including a file
-// the builders refuse, is a config.ErrorList.
+// writes a table of the results, then, with dns.answer_check, checks every
+// answer address once (probeAnswers: warnings, never a failed probe). A
+// configuration error, including a file the builders refuse, is a
+// config.ErrorList.
 func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -50,7 +52,11 @@ func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	if !probe {
 		return nil
 	}
-	return probeAll(ctx, cfg, w)
+	err = probeAll(ctx, cfg, w)
+	if aerr := probeAnswers(ctx, cfg, w); aerr != nil {
+		return aerr
+	}
+	return err
 }
 
 // checkBuild builds from cfg what `run` builds before it opens a listener

@@ -35,6 +35,10 @@ func TestConfigDefaultsMatchPackages(t *testing.T) {
 		{"routes[].health.fall", config.DefaultHealthFall, upstream.DefaultFall},
 		{"routes[].health.rise", config.DefaultHealthRise, upstream.DefaultRise},
 		{"listen.admin unix prefix", config.AdminUnixPrefix, admin.UnixPrefix},
+		{"dns.answer_check.interval", config.DefaultAnswerCheckInterval, dnsresponder.DefaultAnswerCheckInterval},
+		{"dns.answer_check.timeout", config.DefaultAnswerCheckTimeout, dnsresponder.DefaultAnswerCheckTimeout},
+		{"dns.answer_check.fall", config.DefaultAnswerCheckFall, dnsresponder.DefaultAnswerCheckFall},
+		{"dns.answer_check.rise", config.DefaultAnswerCheckRise, dnsresponder.DefaultAnswerCheckRise},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,6 +126,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 	g.dns = dnsresponder.NewServer(gen.dns, g.log)
 	g.admin = admin.New(admin.Config{
 		Upstreams: g,
+		Answers:   g,
 		Runtime:   g,
 		ReadyFunc: g.Ready,
 		PprofFunc: func() bool { return g.gen.Load().cfg.Debug.Pprof },

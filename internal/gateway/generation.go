@@ -26,7 +26,8 @@ type generation struct {
 	routes  *sni.Table
 	pools   map[string]*upstream.Pool // by route name
 	dns     dns.Handler               // nil when listen.dns is not set
-	workers []runner                  // pools and certificate watchers
+	answers *dnsresponder.AnswerCheck // dns.answer_check; nil without it (or without listen.dns)
+	workers []runner                  // pools, certificate watchers, the answer check
 	bridges []*httpbridge.Bridge      // the HTTP-aware bridges of http routes
 	audits  []*httpbridge.AuditLog    // their audit logs, released by retire
 
@@ -67,7 +68,7 @@ func (g *Gateway) build(cfg *config.Config) (*generation, error) {
 	}
 	gen.routes = table
 	if cfg.Listen.DNS != "" {
-		if gen.dns, err = g.buildDNS(cfg); err != nil {
+		if gen.dns, err = g.buildDNS(gen, cfg); err != nil {
 			gen.retire()
 			return nil, err
 		}
@@ -197,19 +198,26 @@ func (g *Gateway) serveSource(gen *generation, rc *config.Route) (certSource, er
 	return kp, nil
 }
 
-func (g *Gateway) buildDNS(cfg *config.Config) (dns.Handler, error) {
+func (g *Gateway) buildDNS(gen *generation, cfg *config.Config) (dns.Handler, error) {
 	routed, err := routedTable(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if gen.answers, err = g.buildAnswerCheck(cfg); err != nil {
+		return nil, err
+	}
+	if gen.answers != nil {
+		gen.workers = append(gen.workers, gen.answers)
+	}
 	return dnsresponder.New(dnsresponder.Config{
-		Names:   routed,
-		Answer:  cfg.DNS.Answer,
-		TTL:     cfg.DNS.TTL,
-		Forward: cfg.DNS.Forward,
-		Allow:   cfg.DNSAllow(),
-		Logger:  g.log,
-		Metrics: g.metrics.dns,
+		Names:       routed,
+		Answer:      cfg.DNS.Answer,
+		AnswerCheck: gen.answers,
+		TTL:         cfg.DNS.TTL,
+		Forward:     cfg.DNS.Forward,
+		Allow:       cfg.DNSAllow(),
+		Logger:      g.log,
+		Metrics:     g.metrics.dns,
 	})
 }
 
@@ -221,6 +229,12 @@ func (gen *generation) adopt(old *generation) {
 		if op := old.pools[name]; op != nil {
 			p.Adopt(op)
 		}
+	}
+	switch {
+	case gen.answers != nil:
+		gen.answers.Adopt(old.answers) // nil old: nothing to carry
+	case old.answers != nil:
+		old.answers.DeleteSeries() // dns.answer_check removed
 	}
 }
 

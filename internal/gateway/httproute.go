@@ -28,18 +28,19 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		gen.audits = append(gen.audits, audit)
 	}
 	b, err := httpbridge.New(httpbridge.Config{
-		Route:          rc.Name,
-		Upstreams:      pool,
-		UpstreamTLS:    checkClientTLS(ct, rc),
-		ConnectTimeout: cfg.Timeouts.Connect,
-		Forwarded:      h.Forwarded,
-		Methods:        h.Methods,
-		Repositories:   h.Repositories,
-		Redirects:      h.Redirects,
-		RedirectRoots:  redirectRoots(rc),
-		Audit:          audit,
-		Metrics:        g.metrics.http,
-		Log:            g.log,
+		Route:            rc.Name,
+		Upstreams:        pool,
+		UpstreamTLS:      checkClientTLS(ct, rc),
+		UpstreamIdentity: ct.Identity,
+		ConnectTimeout:   cfg.Timeouts.Connect,
+		Forwarded:        h.Forwarded,
+		Methods:          h.Methods,
+		Repositories:     h.Repositories,
+		Redirects:        h.Redirects,
+		RedirectRoots:    redirectRoots(rc),
+		Audit:            audit,
+		Metrics:          g.metrics.http,
+		Log:              g.log,
 	})
 	if err != nil {
 		return nil, err

@@ -81,7 +81,7 @@ func nodeHosts(cfg *config.Config, r config.Route, port int, caFile string) ([]n
 			warns = append(warns, fmt.Sprintf("%s %s: certs.d has one directory per host: copy the one of an exact name for each name you pull from (and change its server)", r.SNIKeys[i], n))
 			continue
 		}
-		hosts = append(hosts, nodeconfig.Host{Name: n, Port: port, Route: r.Name, CA: ca})
+		hosts = append(hosts, nodeconfig.Host{Name: n, Port: port, Route: r.Name, CA: ca, ClientCert: r.Serve.ClientCA != ""})
 	}
 	return hosts, warns, nil
 }

@@ -149,3 +149,26 @@ func TestNodeConfigCA(t *testing.T) {
 		t.Fatalf("podman layout not written (%v):\n%s", err, out.String())
 	}
 }
+
+// TestNodeConfigClientCert: a route with serve.client_ca (node identity)
+// gets a client certificate entry for its hosts; the others do not.
+func TestNodeConfigClientCert(t *testing.T) {
+	path := nodeConfigFile(t, `":443"`, ":53", nil, nil)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("serve: {cert: fixed.crt, key: fixed.key}"), []byte("serve: {cert: fixed.crt, key: fixed.key, client_ca: ca/ca.crt}"), 1)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nc, _, err := NodeConfig(path, NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range nc.Hosts {
+		if want := h.Name == "fixed.example.com"; h.ClientCert != want {
+			t.Errorf("host %s: ClientCert %v, want %v", h.Name, h.ClientCert, want)
+		}
+	}
+}

@@ -25,9 +25,9 @@ func (g *Gateway) configInForce(at time.Time) {
 
 // Ready reports whether the gateway takes new work: its listeners are up,
 // it is not draining, and the readiness switch (POST /api/ready) is on.
-// /readyz and snigate_ready follow it; so must the gateway's own addresses
-// in its DNS answers (dns.answer_check), which readyChanged is the place
-// to tell.
+// /readyz and snigate_ready follow it, and so do the gateway's own
+// addresses in its DNS answers with dns.answer_check (left out by the
+// drain, and by the switch while it is off).
 func (g *Gateway) Ready() bool { return g.ready.Load() && !g.switchOff.Load() }
 
 // SetReadySwitch turns the readiness switch on or off (the admin API): off,
@@ -38,6 +38,11 @@ func (g *Gateway) Ready() bool { return g.ready.Load() && !g.switchOff.Load() }
 func (g *Gateway) SetReadySwitch(on bool) {
 	g.switchOff.Store(!on)
 	g.readyChanged()
+	if g.Ready() {
+		g.takeBackOwnAnswers()
+	} else {
+		g.leaveOutOwnAnswers()
+	}
 }
 
 // readyChanged publishes Ready after a change of either of its parts.

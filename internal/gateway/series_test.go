@@ -26,6 +26,7 @@ const fullConfig = `listen:
 dns:
   answer: ["127.0.0.1"]
   forward: [%[2]q]
+  answer_check: {port: 1}
 routes:
   - name: registry
     sni: ["registry.test"]
@@ -48,13 +49,15 @@ func newFullWorld(t *testing.T) (*world, *echoServer) {
 }
 
 // scrape returns /metrics once the pools have published their upstreams
-// (Run publishes them as it starts, after the gateway reports ready).
+// (Run publishes them as it starts, after the gateway reports ready), and
+// the answer check its addresses when there is one.
 func (w *world) scrape() string {
 	w.t.Helper()
 	var text string
 	waitFor(w.t, "the upstream series", func() bool {
 		_, text = w.adminGet("/metrics")
-		return strings.Contains(text, "\nsnigate_upstream_checks_total{")
+		checked := w.g.gen.Load().answers == nil || strings.Contains(text, "\nsnigate_dns_answer_up{")
+		return strings.Contains(text, "\nsnigate_upstream_checks_total{") && checked
 	})
 	return text
 }

@@ -151,6 +151,7 @@ func (g *Gateway) logStart(ls *listeners) {
 	}
 	gen := g.gen.Load()
 	g.logRoutes(gen)
+	g.logAnswerCheck()
 	for _, w := range KeyFileWarnings(gen.cfg) {
 		g.log.Warn("private key file readable by group or others", "detail", w)
 	}
@@ -176,6 +177,7 @@ func (g *Gateway) logRoutes(gen *generation) {
 func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers) error {
 	g.markStopping()
 	g.setReady(false)
+	g.leaveOutOwnAnswers()
 	first := g.clock()
 	budget := g.gen.Load().cfg.Timeouts.Drain
 	g.log.Info("draining", "connections", g.openConnections(), "remaining", budget.String())

@@ -140,6 +140,12 @@ func TestNodeIdentityPulls(t *testing.T) {
 			return l.Msg == "connection" && l.Route == "nodes" && l.Node == "system:node:worker-1" && l.Result == "ok"
 		})
 	})
+	t.Run("the audit log names the node", func(t *testing.T) {
+		rec := w.waitAudit(t, func(r auditRecord) bool { return r.Route == "nodes" && r.Kind == "manifest" && r.Status == 200 })
+		if rec.Node != "system:node:worker-1" || !strings.HasPrefix(rec.Client, nodeAddr+":") {
+			t.Errorf("audit record of the node's pull: node %q client %q, want system:node:worker-1 from %s", rec.Node, rec.Client, nodeAddr)
+		}
+	})
 }
 
 // TestNodeIdentityRefusals: a node without an acceptable certificate is

@@ -142,10 +142,12 @@ routes:
       key: %s
       ca: %s
       server_name: %q
+    http:
+      audit_log: %s
 `, nodeHost, quoteAll(g.registryUps), health,
 			filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
 			filepath.Join(g.nodes.caDir, "ca.crt"), g.nodes.crl,
-			g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost)
+			g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, g.auditLog)
 	}
 	fmt.Fprintf(&b, `  - name: pull
     sni: [%q]

@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+
+	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/config"
+)
+
+// buildAnswerCheck is the check of dns.answer_check, nil without one. Its
+// ClientHello names the configuration's first routed name.
+func (g *Gateway) buildAnswerCheck(cfg *config.Config) (*dnsresponder.AnswerCheck, error) {
+	ac := cfg.DNS.AnswerCheck
+	if ac == nil {
+		return nil, nil
+	}
+	var serverName string
+	if routed := cfg.RoutedNames(); len(routed) > 0 {
+		serverName = dnsresponder.CheckServerName(routed[0])
+	}
+	return dnsresponder.NewAnswerCheck(dnsresponder.AnswerCheckConfig{
+		Answer:     cfg.DNS.Answer,
+		Port:       ac.Port,
+		ServerName: serverName,
+		Interval:   ac.Interval,
+		Timeout:    ac.Timeout,
+		Fall:       ac.Fall,
+		Rise:       ac.Rise,
+		Logger:     g.log,
+		Metrics:    g.metrics.dns.Answers(),
+	})
+}
+
+// Answers lists the dns.answer addresses as the answer check sees them
+// (the admin API's /api/answers); nil without dns.answer_check.
+func (g *Gateway) Answers() []dnsresponder.AnswerStatus {
+	if c := g.gen.Load().answers; c != nil {
+		return c.Status()
+	}
+	return nil
+}
+
+// leaveOutOwnAnswers, when the gateway starts to drain, takes its own
+// addresses out of its DNS answers at once: nodes stop being sent to a
+// gateway that no longer accepts, while it keeps answering DNS until it
+// exits. Its own addresses are those assigned to this host's interfaces
+// (the gateway's network namespace) and the IP hosts of listen.tls.
+func (g *Gateway) leaveOutOwnAnswers() {
+	c := g.gen.Load().answers
+	if c == nil {
+		return
+	}
+	c.LeaveOut(ownAddrs(g.gen.Load().cfg, interfaceAddrs()))
+}
+
+// takeBackOwnAnswers answers the gateway's own addresses again (as the
+// checks find them) once the readiness switch is on again.
+func (g *Gateway) takeBackOwnAnswers() {
+	if c := g.gen.Load().answers; c != nil {
+		c.TakeBack(ownAddrs(g.gen.Load().cfg, interfaceAddrs()))
+	}
+}
+
+// ownAddrs are the gateway's own addresses: local (the host's interface
+// addresses) and the IP hosts of listen.tls.
+func ownAddrs(cfg *config.Config, local []netip.Addr) []netip.Addr {
+	own := append([]netip.Addr(nil), local...)
+	for _, l := range cfg.Listen.TLS {
+		host, _, err := net.SplitHostPort(l)
+		if err != nil {
+			continue
+		}
+		if a, err := netip.ParseAddr(host); err == nil && !a.IsUnspecified() {
+			own = append(own, a.Unmap())
+		}
+	}
+	return own
+}
+
+// interfaceAddrs are the addresses of this host's (network namespace's)
+// interfaces; none when they cannot be read.
+func interfaceAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if pfx, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, pfx.Addr().Unmap())
+		}
+	}
+	return out
+}
+
+// logAnswerCheck says at start what dns.answer_check checks and which
+// answer addresses are this gateway's own (left out when it drains), and
+// warns when none is: then only the other gateways' checks take it out.
+func (g *Gateway) logAnswerCheck() {
+	gen := g.gen.Load()
+	if gen.answers == nil {
+		return
+	}
+	own := ownAnswers(gen.cfg.DNS.Answer, ownAddrs(gen.cfg, interfaceAddrs()))
+	ac := gen.cfg.DNS.AnswerCheck
+	g.log.Info("dns: answer check", "answer", gen.cfg.DNS.Answer, "port", ac.Port,
+		"interval", ac.Interval.String(), "fall", ac.Fall, "rise", ac.Rise, "own", own)
+	if len(own) == 0 {
+		g.log.Warn("dns: none of dns.answer is this gateway's own address (its interface addresses and the IP hosts of listen.tls): a drain cannot leave it out of its own answers; only the other gateways' checks will, after fall failed checks",
+			"answer", gen.cfg.DNS.Answer)
+	}
+}
+
+// ownAnswers are the answer addresses among own.
+func ownAnswers(answer, own []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range answer {
+		if slices.Contains(own, a.Unmap()) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
