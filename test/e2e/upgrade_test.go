@@ -29,11 +29,11 @@ import (
 // namespace: the same routes on other ports, so that the world's gateway
 // is not touched.
 const (
-	upgradeTLSPort   = 8443
-	upgradeAdminAddr = "127.0.0.1:9091"
-	upgradeDNSAddr   = ":5353"
-	bigRepo          = "e2e/big"
-	bigLayerBytes    = 48 << 20 // more than the socket buffers along the path hold
+	upgradeTLSPort    = 8443
+	upgradeAdminAddr  = "127.0.0.1:9091"
+	upgradeDNSAddr    = ":5353"
+	upgradeRepo       = "e2e/upgrade"
+	upgradeLayerBytes = 48 << 20 // more than the socket buffers along the path hold
 	// Bounds of the load kept on the gateway while it upgrades.
 	maxUpgradeGets  = 5000
 	maxUpgradePulls = 40
@@ -51,7 +51,7 @@ func TestUpgradeRefusesNothing(t *testing.T) {
 	w := getWorld(t)
 	dir := t.TempDir()
 	installed, bin2 := w.buildUpgradeBinaries(t, dir)
-	blob := w.pushBigBlob(t, dir)
+	blob := w.pushUpgradeBlob(t, dir)
 	old := w.startUpgradeGateway(t, dir, installed)
 	t.Cleanup(func() { _ = old.stop() })
 
@@ -104,17 +104,17 @@ func (w *world) buildUpgradeBinaries(t *testing.T, dir string) (installed, next 
 	return installed, next
 }
 
-// bigBlob is a layer large enough that reading it takes a while.
-type bigBlob struct {
+// upgradeBlob is a layer large enough that reading it takes a while.
+type upgradeBlob struct {
 	digest string // sha256:...
 	size   int64
 }
 
-// pushBigBlob pushes an image with one bigLayerBytes random layer to the
+// pushUpgradeBlob pushes an image with one upgradeLayerBytes random layer to the
 // registries and returns the layer.
-func (w *world) pushBigBlob(t *testing.T, dir string) bigBlob {
+func (w *world) pushUpgradeBlob(t *testing.T, dir string) upgradeBlob {
 	t.Helper()
-	l, err := random.Layer(bigLayerBytes, types.OCIUncompressedLayer)
+	l, err := random.Layer(upgradeLayerBytes, types.OCIUncompressedLayer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func (w *world) pushBigBlob(t *testing.T, dir string) bigBlob {
 		t.Fatal(err)
 	}
 	r := runCmd(w.registry.command("skopeo", "--insecure-policy", "copy", "--dest-cert-dir", edgeCerts,
-		"oci:"+filepath.Join(dir, "big")+":"+imageTag, "docker://"+hostOf(registryAAddr)+"/"+bigRepo+":"+imageTag))
+		"oci:"+filepath.Join(dir, "big")+":"+imageTag, "docker://"+hostOf(registryAAddr)+"/"+upgradeRepo+":"+imageTag))
 	if r.err != nil {
 		t.Fatalf("push the big image: %s", r)
 	}
@@ -146,7 +146,7 @@ func (w *world) pushBigBlob(t *testing.T, dir string) bigBlob {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bigBlob{digest: d.String(), size: size}
+	return upgradeBlob{digest: d.String(), size: size}
 }
 
 // upgradeConfig is the world's gateway configuration, as the world wrote
@@ -224,13 +224,13 @@ type download struct {
 
 // openDownload starts GET of the blob from the node and reads its first
 // downloadHead bytes.
-func (w *world) openDownload(t *testing.T, b bigBlob) *download {
+func (w *world) openDownload(t *testing.T, b upgradeBlob) *download {
 	t.Helper()
 	conn, err := tlsDialIn(w.node, fmt.Sprintf("%s:%d", bastionAddr, upgradeTLSPort), w.gatewayTLS(t, registryHost))
 	if err != nil {
 		t.Fatalf("open the download: %v", err)
 	}
-	fmt.Fprintf(conn, "GET /v2/%s/blobs/%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", bigRepo, b.digest, registryHost)
+	fmt.Fprintf(conn, "GET /v2/%s/blobs/%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", upgradeRepo, b.digest, registryHost)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != http.StatusOK || resp.ContentLength != b.size {
