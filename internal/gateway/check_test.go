@@ -56,7 +56,8 @@ routes:
     health: {check: http, path: /v2/, expect_status: [200, 401]}
     serve: {cert: serve.crt, key: serve.key, client_ca: ca.crt, client_names: ["system:node:*"]}
     upstream_tls: {cert: edge.crt, key: edge.key, ca: ca.crt}
-`, reg.Listener.Addr().String(), deadAddr)
+    http: {}
+`, deadAddr, reg.Listener.Addr().String())
 	file := filepath.Join(dir, "snigate.yaml")
 	must(t, os.WriteFile(file, []byte(cfg), 0o644))
 
@@ -76,6 +77,8 @@ routes:
 		"registry  " + reg.Listener.Addr().String(),
 		"token auth realm host auth.other.test is NOT routed",
 		deadAddr + ": tcp failed",
+		// the http route's own client: the dead upstream first, then the next one
+		`registry: http: GET /v2/ through the route's HTTP client: 401 (Bearer realm="https://auth.other.test/token",service="registry")`,
 		"registry: requires node certificates: nodes must present a client certificate (clientAuth) that chains to " +
 			filepath.Join(dir, "ca.crt") + " (serve.client_ca), named like system:node:*;",
 	} {
