@@ -137,6 +137,9 @@ type run struct {
 	addrs   []netip.Addr // NAME's addresses: the gateway
 	addr    string       // the first address that accepted TCP, ip:port
 	tls     *tls.Config  // for NAME, verified
+	// noCert: the gateway asked for a client certificate and the node has
+	// none; TLS 1.3 then refuses the connection only at its first use.
+	noCert bool
 	realm   *challenge   // from GET /v2/, nil when none
 	httpc   *http.Client // made by client, once tls passed
 }

@@ -49,7 +49,7 @@ func (r *run) http(ctx context.Context) bool {
 	u := "https://" + r.t.registry() + "/v2/"
 	resp, _, err := r.get(ctx, u, nil)
 	if err != nil {
-		r.report(Result{Status: Fail, Step: "http", Found: "GET " + u + ": " + err.Error(), Advice: handshakeAdvice(err, r.t.host)})
+		r.report(Result{Status: Fail, Step: "http", Found: "GET " + u + ": " + err.Error(), Advice: r.useAdvice(err, r.t.host)})
 		return false
 	}
 	found := fmt.Sprintf("GET /v2/: %d (%s)", resp.StatusCode, resp.Proto)

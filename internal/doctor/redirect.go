@@ -137,7 +137,7 @@ func (r *run) followBlob(ctx context.Context, digest string, hdr http.Header) *R
 	u := fmt.Sprintf("https://%s/v2/%s/blobs/%s", r.t.registry(), r.t.repo, digest)
 	resp, _, err := r.get(ctx, u, hdr)
 	if err != nil {
-		return &Result{Status: Fail, Step: "redirect", Found: "GET " + u + ": " + err.Error(), Advice: handshakeAdvice(err, r.t.host)}
+		return &Result{Status: Fail, Step: "redirect", Found: "GET " + u + ": " + err.Error(), Advice: r.useAdvice(err, r.t.host)}
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,8 +21,17 @@ func (r *run) tlsStep(ctx context.Context) bool {
 		r.report(Result{Status: Fail, Step: "tls", Found: err.Error(), Advice: "fix the file, or pass --ca FILE / --client-cert FILE"})
 		return false
 	}
-	cfg := &tls.Config{ServerName: r.t.host, NextProtos: []string{"h2", "http/1.1"}, Certificates: tr.client, RootCAs: tr.roots}
+	var asked atomic.Bool
+	cfg := &tls.Config{ServerName: r.t.host, NextProtos: []string{"h2", "http/1.1"}, RootCAs: tr.roots,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			asked.Store(true)
+			if len(tr.client) > 0 {
+				return &tr.client[0], nil
+			}
+			return &tls.Certificate{}, nil // none: send an empty Certificate message
+		}}
 	state, err := handshake(ctx, r.addr, cfg, r.cfg.Timeout)
+	r.noCert = asked.Load() && len(tr.client) == 0
 	if err != nil {
 		r.report(Result{Status: Fail, Step: "tls", Found: fmt.Sprintf("handshake with %s as %s: %v", r.addr, r.t.host, err), Advice: handshakeAdvice(err, r.t.host)})
 		return false
@@ -102,6 +112,20 @@ func verifyAdvice(err error, t target) string {
 	return "check the gateway's serve: certificate"
 }
 
+// useAdvice says what to change for a request through the gateway that
+// failed: when the gateway asked for a client certificate the node does
+// not have, any failure of the connection is that (TLS 1.3 refuses it
+// after the handshake: an alert, a reset or a broken pipe, whichever the
+// client meets first).
+func (r *run) useAdvice(err error, name string) string {
+	if r.noCert {
+		return nodeIdentityAdvice
+	}
+	return handshakeAdvice(err, name)
+}
+
+const nodeIdentityAdvice = "the route requires node identity (serve.client_ca): give the node a client certificate from that CA (hosts.toml client = ..., see snigate node-config) or pass --client-cert FILE"
+
 // handshakeAdvice says what to change for a failed handshake; it also
 // reads errors that TLS 1.3 reports on the first read (a client
 // certificate the gateway rejects).
@@ -111,7 +135,7 @@ func handshakeAdvice(err error, name string) string {
 	case strings.Contains(s, "unrecognized name"):
 		return "the gateway has no route for " + name + ": add it to a route's sni"
 	case strings.Contains(s, "certificate required"), strings.Contains(s, "bad certificate"), strings.Contains(s, "unknown certificate authority"):
-		return "the route requires node identity (serve.client_ca): give the node a client certificate from that CA (hosts.toml client = ..., see snigate node-config) or pass --client-cert FILE"
+		return nodeIdentityAdvice
 	case errors.Is(err, io.EOF), strings.Contains(s, "connection reset"):
 		return "the connection was closed during the handshake: is this port snigate's TLS listener (listen.tls), and is the node in listen.allow?"
 	case strings.Contains(s, "first record does not look like a TLS handshake"):
