@@ -313,8 +313,10 @@ func TestSpliceIdleTimeout(t *testing.T) {
 	})
 	t.Run("tunnel moving one way stays open", func(t *testing.T) {
 		// An idle timeout long enough that a loaded machine does not
-		// starve the loopback for that long.
-		const idle = time.Second
+		// starve the loopback (the upstream reading) for that long: 1s was
+		// not, with a load average of 17 (the upstream direction's writes
+		// waited a whole second: idle by definition).
+		const idle = 2 * time.Second
 		w := newIdleWorld(t, idle)
 		c := w.dial(t)
 		c.Write(hello)
