@@ -38,7 +38,7 @@ the connection lines go where log.access says.`,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			g, err := gateway.New(gateway.Options{ConfigFile: file, Logger: logger})
+			g, err := gateway.New(gateway.Options{ConfigFile: file, Logger: logger, LogFormat: format})
 			if err != nil {
 				return failed(err)
 			}

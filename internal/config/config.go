@@ -74,6 +74,7 @@ type Config struct {
 	DNS            DNS      // dns: (zero Answer when the section is absent)
 	DefaultRoute   string   // default_route: "" rejects unknown names; else a route's Name
 	Routes         []Route  // routes: at least one
+	Log            Log      // log:
 
 	// MaxConnectionsPerClient is max_connections_per_client: the
 	// connections one client address may hold at once; 0: no limit.

@@ -16,7 +16,7 @@ import (
 
 const emptyFile = "the file is empty: want a mapping with at least listen.tls and routes"
 
-var topKeys = []string{"listen", "timeouts", "max_connections", "max_connections_per_client", "max_handshakes", "dns", "default_route", "routes"}
+var topKeys = []string{"listen", "timeouts", "max_connections", "max_connections_per_client", "max_handshakes", "dns", "default_route", "routes", "log"}
 
 // Load reads the configuration file at path and parses it (see Parse).
 func Load(path string) (*Config, error) {
@@ -95,6 +95,7 @@ func (p *parser) parse(data []byte) *Config {
 	c.DNS = p.dns(top, listen, c.Listen)
 	c.Routes = p.routes(top)
 	c.DefaultRoute = p.defaultRoute(top, c.Routes)
+	c.Log = p.log(top)
 	c.lines = p.lines
 	return c
 }

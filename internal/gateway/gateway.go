@@ -17,6 +17,7 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/admin"
+	"github.com/snigate/snigate/internal/buildinfo"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/filewatch"
 	"github.com/snigate/snigate/sni"
@@ -29,6 +30,9 @@ type Options struct {
 	ConfigFile string
 	// Logger receives every log line; nil means slog.Default().
 	Logger *slog.Logger
+	// LogFormat is Logger's format, "text" or "json" (NewLogger), for
+	// the access log file (log.access); "": text.
+	LogFormat string
 	// ReadyFunc, when set, is called once every listener is up.
 	ReadyFunc func(addrs Addrs)
 	// ReloadedFunc, when set, is called after every reload attempt with
@@ -60,6 +64,7 @@ type Gateway struct {
 	ready     atomic.Bool
 	dryRun    bool // check: build everything, open no file for writing
 
+	access   accessLog // log.access
 	sni      *sni.Server
 	tlsPorts []int          // bound ports of listen.tls, for CONNECT; under reloadMu
 	labels   listenerLabels // listener label values of the open listeners; under reloadMu
@@ -79,7 +84,10 @@ type Gateway struct {
 // error, including a file the configuration names that cannot serve (see
 // build), is a config.ErrorList.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	g := &Gateway{opts: opts, log: cmp.Or(opts.Logger, slog.Default()), registry: prometheus.NewRegistry()}
+	g.access.format = opts.LogFormat
+	info := buildinfo.Get()
+	g.log.Info("snigate starting", "version", info.Version, "commit", info.Commit, "config", opts.ConfigFile)
 	cfg, err := g.load()
 	if err != nil {
 		return nil, err
@@ -136,6 +144,7 @@ func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {
 		Allow:                   cfg.Listen.Allow,
 		ProxyProtocolFrom:       cfg.Listen.ProxyProtocolFrom,
 		ConnectPorts:            g.tlsPorts,
+		AccessLog:               g.access.current(),
 		Logger:                  g.log,
 		Metrics:                 g.metrics.sni,
 	}
@@ -183,6 +192,10 @@ func (g *Gateway) SetUpstreamState(route, addr string, s upstream.State) (upstre
 // and returns ErrForcedStop. It returns an error when a listener cannot
 // be opened or a server fails.
 func (g *Gateway) Run(ctx context.Context) error {
+	if err := g.openAccessLog(g.gen.Load().cfg); err != nil {
+		return err
+	}
+	defer g.access.close()
 	ls, err := g.listen(g.gen.Load().cfg)
 	if err != nil {
 		return err

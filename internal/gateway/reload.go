@@ -51,6 +51,9 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	if err != nil {
 		g.log.Error("configuration reload rejected; the running configuration stays in force",
 			"reason", reason, "err", err)
+		if rerr := g.access.reopen(); rerr != nil {
+			g.log.Error("cannot reopen the access log; writing to the file in use", "err", rerr)
+		}
 		return err
 	}
 	g.log.Info("configuration reloaded", "reason", reason, "routes", len(cfg.Routes))
@@ -60,6 +63,9 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config) error {
 	gen, err := g.build(cfg)
 	if err != nil {
+		return err
+	}
+	if err := g.openAccessLog(cfg); err != nil {
 		return err
 	}
 	if err := g.sni.SetConfig(g.sniConfig(cfg)); err != nil {
