@@ -22,7 +22,7 @@ which issues the nodes' client certificates.`,
 		Example: `  snigate ca init --out /etc/snigate/ca --name registry.example.com
   snigate ca init --out /etc/snigate/nodes-ca
   snigate ca issue-node worker-1 --ca /etc/snigate/nodes-ca --out ./nodes`,
-		Args:    verbArgs,
+		Args: verbArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usageError(`want a command: "ca init --out DIR" or "ca issue-node NAME --ca DIR --out DIR"`, cmd)
 		},
