@@ -40,7 +40,7 @@ func TestHelpOnStdout(t *testing.T) {
 		{name: "check -h", args: []string{"check", "-h"}, want: []string{"--probe", "Examples:"}},
 		{name: "help demo", args: []string{"help", "demo"}, want: []string{"--keep"}},
 		{name: "help ca init", args: []string{"help", "ca", "init"}, want: []string{"--out", "--name", "--force", "0600"}},
-		{name: "ctl --help lists its verbs", args: []string{"ctl", "--help"}, want: []string{"upstreams", "set", "SNIGATE_ADMIN", "--admin", "--output"}},
+		{name: "ctl --help lists its verbs", args: []string{"ctl", "--help"}, want: []string{"upstreams", "set", "answers", "SNIGATE_ADMIN", "--admin", "--output"}},
 		{name: "help ctl set", args: []string{"help", "ctl", "set"}, want: []string{"ready", "drain", "maint", "Examples:"}},
 		{name: "help version", args: []string{"help", "version"}, want: []string{"build date"}},
 		{name: "help completion", args: []string{"help", "completion"}, want: []string{"bash", "zsh", "fish"}},
