@@ -7,12 +7,59 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build test test-deps vet unit race fuzz fuzz-short stress bench coredns clean
+# What the build says it is (`snigate version`, snigate_build_info, the
+# first log line): stamped into internal/buildinfo at link time. VERSION is
+# the nearest v* tag (git describe), else the next release of CHANGELOG.md
+# as a development version. BUILD_DATE honours SOURCE_DATE_EPOCH
+# (reproducible builds). The Dockerfile takes the same three as build args.
+VERSION    ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.1.0-dev+$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown))
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+BUILDINFO  := github.com/snigate/snigate/internal/buildinfo
+LDFLAGS    := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(BUILD_DATE)
+
+.PHONY: all build man pkg deb image test test-deps vet unit race fuzz fuzz-short stress bench coredns clean
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/snigate ./cmd/snigate
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/snigate ./cmd/snigate
+
+# Man pages of every command (section 1), generated from the same cobra
+# definitions as --help: bin/man/snigate*.1.
+man: build
+	rm -rf bin/man && bin/snigate man --out bin/man
+
+# The Debian package: bin/snigate_VERSION_ARCH.deb, built with nfpm
+# (deploy/package/nfpm.yaml), fetched from the Go module proxy at the
+# version pinned here. pkg lays out what it carries in bin/pkg: the binary,
+# the units pointing at /usr/bin/snigate, the man pages and the completion
+# scripts. The Debian version is VERSION without its "v", "-" made "~" (a
+# development build sorts before its release).
+NFPM_VERSION ?= v2.48.0
+NFPM         ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+DEB_VERSION  ?= $(subst -,~,$(patsubst v%,%,$(VERSION)))
+DEB_ARCH     ?= $(shell $(GO) env GOARCH)
+DEB_FILE     ?= bin/snigate_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+pkg: man
+	rm -rf bin/pkg && mkdir -p bin/pkg/systemd bin/pkg/man bin/pkg/completion
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/pkg/snigate ./cmd/snigate
+	for u in deploy/systemd/*.service deploy/systemd/*.socket; do \
+		if [ -f "$$u" ]; then sed 's#/usr/local/bin/snigate#/usr/bin/snigate#g' "$$u" > bin/pkg/systemd/$$(basename "$$u"); fi; \
+	done
+	for m in bin/man/*.1; do gzip -9n -c "$$m" > bin/pkg/man/$$(basename "$$m").gz; done
+	for sh in bash zsh fish; do bin/snigate completion $$sh > bin/pkg/completion/snigate.$$sh; done
+
+deb: pkg
+	DEB_VERSION='$(DEB_VERSION)' DEB_ARCH='$(DEB_ARCH)' $(NFPM) package -f deploy/package/nfpm.yaml -p deb -t $(DEB_FILE)
+	@echo "built $(DEB_FILE)"
+
+# The container image (deploy/container/Dockerfile), stamped like `make build`.
+IMAGE ?= snigate:$(subst +,-,$(VERSION))
+image:
+	docker build -f deploy/container/Dockerfile --build-arg VERSION=$(VERSION) \
+		--build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) -t $(IMAGE) .
 
 test: test-deps vet unit race fuzz-short
 

@@ -89,8 +89,11 @@ func checkBuilder(s stage) []error {
 		errs = append(errs, fmt.Errorf("builder stage has no name (FROM ... AS build)"))
 	}
 	var env, run strings.Builder
+	var buildArgs []string
 	for _, n := range s.insns {
 		switch n.Value {
+		case "arg":
+			buildArgs = append(buildArgs, args(n)...)
 		case "env":
 			env.WriteString(strings.Join(args(n), " ") + "\n")
 		case "run":
@@ -101,9 +104,16 @@ func checkBuilder(s stage) []error {
 	if !cgoOff {
 		errs = append(errs, fmt.Errorf("builder: CGO_ENABLED=0 not set (the final image has no libc)"))
 	}
-	for _, want := range []string{"go build", "-trimpath", `-ldflags "-s -w"`, "./cmd/snigate", "setcap cap_net_bind_service=+ep"} {
+	for _, want := range []string{"go build", "-trimpath", `-ldflags "-s -w`, "./cmd/snigate", "setcap cap_net_bind_service=+ep",
+		// `snigate version` of the image: stamped from build args (no .git in the context).
+		"buildinfo.version=${VERSION}", "buildinfo.commit=${COMMIT}", "buildinfo.date=${BUILD_DATE}"} {
 		if !strings.Contains(run.String(), want) {
 			errs = append(errs, fmt.Errorf("builder: no RUN containing %q", want))
+		}
+	}
+	for _, want := range []string{"VERSION", "COMMIT", "BUILD_DATE"} {
+		if !slices.Contains(buildArgs, want) {
+			errs = append(errs, fmt.Errorf("builder: no ARG %s (the version stamp of `snigate version`)", want))
 		}
 	}
 	return errs

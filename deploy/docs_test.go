@@ -68,12 +68,14 @@ func TestDocsMetricNames(t *testing.T) {
 
 // snigateCommands are the commands and flags of the interface document.
 var snigateCommands = map[string][]string{
-	"run":     {"-c", "--log-format", "--log-level"},
-	"check":   {"-c", "--probe"},
-	"demo":    {"--keep"},
-	"ca":      {"init", "--out", "--name", "--force", "issue-node", "--ca", "--days"},       // --name, issue-node: extensions (cmd/snigate usage)
-	"ctl":     {"--admin", "-o", "upstreams", "set", "routes", "config", "reload", "ready"}, // -o and the verbs after set: extensions (cmd/snigate/ctl_runtime.go)
-	"version": {},
+	"run":        {"-c", "--config", "--log-format", "--log-level", "-h", "--help"},
+	"check":      {"-c", "--config", "--probe", "-h", "--help"},
+	"demo":       {"--keep", "-h", "--help"},
+	"ca":         {"init", "--out", "--name", "--force", "issue-node", "--ca", "--days", "-h", "--help"}, // --name, issue-node: extensions (cmd/snigate usage)
+	"ctl":        {"--admin", "-o", "--output", "upstreams", "set", "routes", "config", "reload", "ready", "answers", "-h", "--help"}, // -o and the verbs after set: extensions
+	"version":    {"-o", "--output"},
+	"help":       {},
+	"completion": {},
 }
 
 var commandLine = regexp.MustCompile(`(?m)(?:^|\s|\x60|\$\(|/)snigate ((?:[a-z]+)(?: [^\n#\x60|;)]*)?)`)

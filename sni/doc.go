@@ -52,7 +52,8 @@
 //
 // The caller opens the listeners; Serve closes its listener when it
 // returns. A Route belongs to the Table built from it and must not change
-// afterwards. Each connection ends with one Info log line, its keys always
+// afterwards. Each connection ends with one Info log line (to
+// Config.AccessLog, else Logger), its keys always
 // in the order listener client sni route mode upstream result bytes_up
 // bytes_down duration (then err); client faults also get a Warn line,
 // rate-limited per kind, that says what to change.

@@ -87,6 +87,10 @@ type Config struct {
 	// ConnectPorts are the ports a CONNECT request (ServeConnect) may name:
 	// the ports of the TLS listeners. Empty: DefaultConnectPort only.
 	ConnectPorts []int
+	// AccessLog receives the line of each finished connection (see
+	// Server.finish) at Info; the logger in force when a connection ends
+	// writes its line. nil: Logger.
+	AccessLog *slog.Logger
 
 	// The fields below are fixed by New; SetConfig ignores them.
 

@@ -1,6 +1,7 @@
 package sni
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -410,7 +411,8 @@ func (s *Server) finish(ss *session) {
 		}
 	}
 	s.m.ended(ss.rm, ss.listener, result)
-	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+	access := cmp.Or(s.cfg.Load().AccessLog, s.log)
+	if !access.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 14)
@@ -440,7 +442,7 @@ func (s *Server) finish(ss *session) {
 			attrs = append(attrs, slog.Int("suppressed", suppressed))
 		}
 	}
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
+	access.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
 }
 
 // refusal reports whether result refuses a connection before anything

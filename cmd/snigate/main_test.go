@@ -45,7 +45,7 @@ routes:
 		wantOut    string
 		wantStderr []string
 	}{
-		{name: "no command", args: nil, want: 2, wantStderr: []string{"usage:"}},
+		{name: "no command", args: nil, want: 2, wantStderr: []string{"a command is required", "Usage:", "Available Commands:"}},
 		{name: "unknown command", args: []string{"serve"}, want: 2, wantStderr: []string{`unknown command "serve"`}},
 		{name: "version", args: []string{"version"}, want: 0, wantOut: "snigate "},
 		{name: "check valid", args: []string{"check", "-c", good}, want: 0, wantOut: "configuration OK"},

@@ -75,6 +75,7 @@ type Config struct {
 	DefaultRoute   string   // default_route: "" rejects unknown names; else a route's Name
 	Routes         []Route  // routes: at least one
 	Debug          Debug    // debug:
+	Log            Log      // log:
 
 	// MaxConnectionsPerClient is max_connections_per_client: the
 	// connections one client address may hold at once; 0: no limit.

@@ -42,7 +42,7 @@ var errorCases = []errorCase{
 		"snigate.yaml:3: not valid YAML: unknown anchor 'routes' referenced",
 	}},
 	{name: "top level is a list", yaml: "- listen\n- routes\n", want: []string{
-		"snigate.yaml:1: want a mapping with keys listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug, got a list",
+		"snigate.yaml:1: want a mapping with keys listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug, log, got a list",
 	}},
 	{name: "two documents", yaml: minimalSplice + "---\nlisten: {}\n", want: []string{
 		"snigate.yaml:8: a second YAML document (after ---): want exactly one",
@@ -50,10 +50,10 @@ var errorCases = []errorCase{
 
 	// Keys.
 	{name: "unknown top-level key with a close spelling", yaml: minimalSplice + "rotues: []\n", want: []string{
-		`snigate.yaml:8: rotues: unknown key (did you mean "routes"?); allowed here: listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug`,
+		`snigate.yaml:8: rotues: unknown key (did you mean "routes"?); allowed here: listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug, log`,
 	}},
 	{name: "unknown top-level key", yaml: minimalSplice + "logging: debug\n", want: []string{
-		"snigate.yaml:8: logging: unknown key; allowed here: listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug",
+		"snigate.yaml:8: logging: unknown key; allowed here: listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug, log",
 	}},
 	{name: "debug.pprof is a boolean", yaml: minimalSplice + "debug:\n  pprof: yes\n", want: []string{
 		`snigate.yaml:9: debug.pprof: want true or false, got "yes"`,
@@ -79,7 +79,7 @@ routes:
 		"snigate.yaml:9: routes[1]: merge keys (<<) are not supported: write the keys out",
 	}},
 	{name: "non-scalar key", yaml: "? [a, b]\n: c\n" + minimalSplice, want: []string{
-		"snigate.yaml:1: want a plain key (one of listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug), got a list",
+		"snigate.yaml:1: want a plain key (one of listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug, log), got a list",
 	}},
 	{name: "wrong type for a section", yaml: "listen: [\":443\"]\nroutes: {name: r}\n", want: []string{
 		"snigate.yaml:1: listen: want a mapping with keys tls, connect, dns, admin, allow, proxy_protocol_from, got a list",
@@ -502,7 +502,7 @@ extra: true
 		`snigate.yaml:17: routes[1].sni[0]: "registry.example.com" is already routed by route "registry" (line 9); a name may belong to one route only`,
 		"snigate.yaml:20: routes[1].serve: only allowed in bridge mode (this route is mode: splice); remove it or use mode: bridge",
 		`snigate.yaml:21: default_route: no route named "mirror"; routes: registry`,
-		"snigate.yaml:22: extra: unknown key; allowed here: listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug",
+		"snigate.yaml:22: extra: unknown key; allowed here: listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug, log",
 	}},
 }
 

@@ -17,6 +17,10 @@ type parser struct {
 
 	skipFiles bool // do not read the files the configuration names
 
+	// keysFunc, when set, is told the keys each mapping allows as it is
+	// parsed (path "" is the top); the reference test lists every key so.
+	keysFunc func(path string, allowed []string)
+
 	errKeys   map[string]bool // keys with an error
 	errWithin map[string]bool // keys with an error, and every key holding one
 
@@ -101,6 +105,9 @@ func (f fields) keyLine(name string) int {
 // recorded; the result then holds what could be used.
 func (p *parser) mapping(n *yaml.Node, path string, line int, allowed ...string) fields {
 	f := fields{path: path, line: line, vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	if p.keysFunc != nil {
+		p.keysFunc(path, allowed)
+	}
 	n = resolve(n)
 	if isNull(n) {
 		return f

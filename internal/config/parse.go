@@ -16,7 +16,7 @@ import (
 
 const emptyFile = "the file is empty: want a mapping with at least listen.tls and routes"
 
-var topKeys = []string{"listen", "timeouts", "max_connections", "max_connections_per_client", "max_handshakes", "dns", "default_route", "routes", "debug"}
+var topKeys = []string{"listen", "timeouts", "max_connections", "max_connections_per_client", "max_handshakes", "dns", "default_route", "routes", "debug", "log"}
 
 // Load reads the configuration file at path and parses it (see Parse).
 func Load(path string) (*Config, error) {
@@ -96,6 +96,7 @@ func (p *parser) parse(data []byte) *Config {
 	c.Routes = p.routes(top)
 	c.DefaultRoute = p.defaultRoute(top, c.Routes)
 	c.Debug = p.debug(top)
+	c.Log = p.log(top)
 	c.lines = p.lines
 	return c
 }

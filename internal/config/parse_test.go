@@ -127,6 +127,7 @@ func TestParseFullExample(t *testing.T) {
 		// absent: the defaults (a quarter of 20000 is above the cap)
 		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
 		MaxHandshakes:           DefaultMaxHandshakesCap,
+		Log:                     Log{Access: DefaultAccessLog},
 		DNS: DNS{
 			Answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
 			TTL:     45 * time.Second,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/admin"
+	"github.com/snigate/snigate/internal/buildinfo"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/filewatch"
 	"github.com/snigate/snigate/internal/handover"
@@ -30,6 +31,9 @@ type Options struct {
 	ConfigFile string
 	// Logger receives every log line; nil means slog.Default().
 	Logger *slog.Logger
+	// LogFormat is Logger's format, "text" or "json" (NewLogger), for
+	// the access log file (log.access); "": text.
+	LogFormat string
 	// ReadyFunc, when set, is called once every listener is up.
 	ReadyFunc func(addrs Addrs)
 	// ReloadedFunc, when set, is called after every reload attempt with
@@ -66,6 +70,7 @@ type Gateway struct {
 	lastReload atomic.Pointer[admin.ReloadResult] // nil: no reload since start
 	runCtx     atomic.Pointer[context.Context]    // Run's; reloads start generations under it
 
+	access   accessLog // log.access
 	sni      *sni.Server
 	tlsPorts []int          // bound ports of listen.tls, for CONNECT; under reloadMu
 	labels   listenerLabels // listener label values of the open listeners; under reloadMu
@@ -91,7 +96,10 @@ type Gateway struct {
 // error, including a file the configuration names that cannot serve (see
 // build), is a config.ErrorList.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	g := &Gateway{opts: opts, log: cmp.Or(opts.Logger, slog.Default()), registry: prometheus.NewRegistry()}
+	g.access.format = opts.LogFormat
+	info := buildinfo.Get()
+	g.log.Info("snigate starting", "version", info.Version, "commit", info.Commit, "config", opts.ConfigFile)
 	cfg, err := g.load()
 	if err != nil {
 		return nil, err
@@ -151,6 +159,7 @@ func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {
 		Allow:                   cfg.Listen.Allow,
 		ProxyProtocolFrom:       cfg.Listen.ProxyProtocolFrom,
 		ConnectPorts:            g.tlsPorts,
+		AccessLog:               g.access.current(),
 		Logger:                  g.log,
 		Metrics:                 g.metrics.sni,
 	}
@@ -206,6 +215,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return err
 	}
 	g.inherit = in
+	if err := g.openAccessLog(g.gen.Load().cfg); err != nil {
+		return err
+	}
+	defer g.access.close()
 	ls, err := g.listen(g.gen.Load().cfg)
 	if err != nil {
 		in.Close()

@@ -58,6 +58,9 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 		g.sdNotify(handover.NotifyReady, handover.Status(g.status()+"; the last reload was rejected"))
 		g.log.Error("configuration reload rejected; the running configuration stays in force",
 			"reason", reason, "err", err)
+		if rerr := g.access.reopen(); rerr != nil {
+			g.log.Error("cannot reopen the access log; writing to the file in use", "err", rerr)
+		}
 		return err
 	}
 	g.configInForce(now)
@@ -79,9 +82,17 @@ func (g *Gateway) loadAndSwap(ctx context.Context) error {
 	return g.swap(ctx, old, cfg)
 }
 
-func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config) error {
+func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config) (err error) {
 	gen, err := g.build(cfg)
 	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			gen.retire() // not swapped in: its audit logs are released
+		}
+	}()
+	if err := g.openAccessLog(cfg); err != nil {
 		return err
 	}
 	ch, err := g.openListeners(cfg)

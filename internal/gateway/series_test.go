@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snigate/snigate/internal/buildinfo"
 )
 
 // fullConfig exercises every package's series: a TLS and a CONNECT
@@ -232,31 +232,6 @@ func TestReloadDropsSeriesOfRemovedRoutesAndUpstreams(t *testing.T) {
 	}
 }
 
-func TestBuildInfo(t *testing.T) {
-	tests := []struct {
-		name                   string
-		bi                     *debug.BuildInfo
-		ok                     bool
-		version, revision, goV string
-	}{
-		{name: "no build info", ok: false, version: "(devel)", revision: "unknown", goV: runtime.Version()},
-		{name: "devel without vcs", ok: true, bi: &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
-			version: "(devel)", revision: "unknown", goV: "go1.26.8"},
-		{name: "release with vcs", ok: true, bi: &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"},
-			Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "3ce2397abc"}}},
-			version: "v1.2.3", revision: "3ce2397abc", goV: "go1.26.8"},
-		{name: "empty main version", ok: true, bi: &debug.BuildInfo{}, version: "(devel)", revision: "unknown", goV: runtime.Version()},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, r, g := buildLabels(tt.bi, tt.ok)
-			if v != tt.version || r != tt.revision || g != tt.goV {
-				t.Errorf("buildLabels = %q, %q, %q; want %q, %q, %q", v, r, g, tt.version, tt.revision, tt.goV)
-			}
-		})
-	}
-}
-
 // TestBuildInfoExported: snigate_build_info is 1, labelled with this
 // binary's build.
 func TestBuildInfoExported(t *testing.T) {
@@ -265,7 +240,7 @@ func TestBuildInfoExported(t *testing.T) {
 	w.writeConfig(fmt.Sprintf(spliceConfig, "5s", spliceRoute("a", "a.test", a.addr())))
 	w.start()
 	_, text := w.adminGet("/metrics")
-	v, r, g := buildLabels(debug.ReadBuildInfo())
+	v, r, g := buildLabels(buildinfo.Get())
 	want := fmt.Sprintf(`snigate_build_info{goversion=%q,revision=%q,version=%q} 1`, g, r, v)
 	if !strings.Contains(text, "\n"+want+"\n") {
 		t.Errorf("want %s on /metrics, have:\n%s", want, grepLines(text, "snigate_build_info"))

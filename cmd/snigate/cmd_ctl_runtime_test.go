@@ -54,7 +54,7 @@ func TestCtlRuntimeVerbs(t *testing.T) {
 		{name: "bad output format", args: []string{"ctl", "-o", "yaml", "routes"}, want: 2,
 			wantStderr: []string{"want table or json"}},
 		{name: "unknown verb lists the verbs", args: []string{"ctl", "frobnicate"}, want: 2,
-			wantStderr: []string{`"routes", "config", "reload" or "ready [on|off]"`}},
+			wantStderr: []string{`want one of "answers", "config", "ready", "reload", "routes", "set", "upstreams"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,34 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func init() { addCommand(newCACmd) }
+
+// caVerbs are the constructors of the subcommands of `snigate ca`,
+// registered by their files' init (addCAVerb).
+var caVerbs []func(*app) *cobra.Command
+
+// addCAVerb registers a subcommand of `snigate ca`; call it from init.
+func addCAVerb(f func(*app) *cobra.Command) { caVerbs = append(caVerbs, f) }
+
+func newCACmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ca COMMAND",
+		Short: "Manage the local CA that mints bridge serving certificates",
+		Long: `Manage local certificate authorities: one for bridge routes, whose
+serve.ca_cert and serve.ca_key mint a serving certificate per SNI name and
+whose ca.crt the nodes trust; and one for node identity (serve.client_ca),
+which issues the nodes' client certificates.`,
+		Example: `  snigate ca init --out /etc/snigate/ca --name registry.example.com
+  snigate ca init --out /etc/snigate/nodes-ca
+  snigate ca issue-node worker-1 --ca /etc/snigate/nodes-ca --out ./nodes`,
+		Args: verbArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError(`want a command: "ca init --out DIR" or "ca issue-node NAME --ca DIR --out DIR"`, cmd)
+		},
+	}
+	for _, f := range caVerbs {
+		cmd.AddCommand(f(a))
+	}
+	return cmd
+}
