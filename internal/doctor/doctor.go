@@ -140,8 +140,8 @@ type run struct {
 	// noCert: the gateway asked for a client certificate and the node has
 	// none; TLS 1.3 then refuses the connection only at its first use.
 	noCert bool
-	realm   *challenge   // from GET /v2/, nil when none
-	httpc   *http.Client // made by client, once tls passed
+	realm  *challenge   // from GET /v2/, nil when none
+	httpc  *http.Client // made by client, once tls passed
 }
 
 func (r *run) report(res Result) {
