@@ -60,13 +60,14 @@ func (c *Cache) forgetLocked(f *fill) {
 }
 
 // abandon ends a failed fill: every reader fails, nothing is stored.
+// The temporary file is gone before any reader learns of the failure.
 func (c *Cache) abandon(f *fill, err error) {
-	f.finish(fmt.Errorf("%w: %s: %w", ErrFillFailed, f.d, err))
 	c.mu.Lock()
 	c.forgetLocked(f)
 	c.mu.Unlock()
 	f.w.Close()
 	os.Remove(f.path) // readers keep their open handles; their reads fail on f.err
+	f.finish(fmt.Errorf("%w: %s: %w", ErrFillFailed, f.d, err))
 	addCounter(c.m.fillsFailed, 1)
 	if c.hooks.stored != nil {
 		c.hooks.stored(f.d.String())
