@@ -41,6 +41,12 @@ NFPM         ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 DEB_VERSION  ?= $(subst -,~,$(patsubst v%,%,$(VERSION)))
 DEB_ARCH     ?= $(shell $(GO) env GOARCH)
 DEB_FILE     ?= bin/snigate_$(DEB_VERSION)_$(DEB_ARCH).deb
+# The systemd version of the distribution the package is for (Debian 12:
+# 252). Below 253, which introduced Type=notify-reload, the packaged unit
+# gets what deploy/systemd/snigate-systemd-252.conf says instead
+# (Type=notify, ExecReload= sending SIGHUP): the same behaviour, and a unit
+# that systemd 252 parses without complaint.
+PKG_SYSTEMD  ?= 252
 
 pkg: man
 	rm -rf bin/pkg && mkdir -p bin/pkg/systemd bin/pkg/man bin/pkg/completion
@@ -48,6 +54,9 @@ pkg: man
 	for u in deploy/systemd/*.service deploy/systemd/*.socket; do \
 		if [ -f "$$u" ]; then sed 's#/usr/local/bin/snigate#/usr/bin/snigate#g' "$$u" > bin/pkg/systemd/$$(basename "$$u"); fi; \
 	done
+	if [ $(PKG_SYSTEMD) -lt 253 ]; then \
+		sed -i 's#^Type=notify-reload$$#Type=notify\nExecReload=/bin/kill -HUP $$MAINPID#' bin/pkg/systemd/snigate.service; \
+	fi
 	for m in bin/man/*.1; do gzip -9n -c "$$m" > bin/pkg/man/$$(basename "$$m").gz; done
 	for sh in bash zsh fish; do bin/snigate completion $$sh > bin/pkg/completion/snigate.$$sh; done
 
