@@ -58,7 +58,8 @@ type Gateway struct {
 	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
 	loadedID  atomic.Pointer[filewatch.ID]      // the file's identity just before that read
 	ready     atomic.Bool
-	dryRun    bool // check: build everything, open no file for writing
+	dryRun    bool    // check: build everything, open no file for writing
+	caches    *caches // the http routes' cache stores, kept across reloads
 
 	sni      *sni.Server
 	tlsPorts []int          // bound ports of listen.tls, for CONNECT; under reloadMu
@@ -99,8 +100,10 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		g.log = slog.Default()
 	}
 	g.metrics = newMetrics(g.registry)
+	g.caches = newCaches(g.log, g.metrics.cache)
 	gen, err := g.build(cfg)
 	if err != nil {
+		g.caches.retain(nil)
 		return err
 	}
 	g.gen.Store(gen)

@@ -46,6 +46,7 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 	if err == nil {
 		err = g.swap(ctx, old, cfg)
 	}
+	g.caches.retain(g.gen.Load().cfg) // the stores of the generation in force; a rejected one's are closed
 	g.metrics.reloaded(err, time.Now())
 	g.gen.Load().reopenAudits() // logrotate signals SIGHUP; a rejected file must not keep the old log open
 	if err != nil {
