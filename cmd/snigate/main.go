@@ -38,6 +38,7 @@ const usage = `usage:
   snigate node-config -c FILE [--out DIR] [--runtime containerd|docker|podman]
   snigate doctor NAME [--ca FILE] [--dns ADDR]
   snigate ctl [--admin ADDR] answers                     (dns.answer_check: addresses given in DNS answers)
+  snigate ctl [--admin ADDR] cache [purge [DIGEST]]      (http.cache: size, entries, hit ratio; purge one digest or all)
   snigate version
 `
 
@@ -252,6 +253,8 @@ func cmdCtl(args []string, stdout, stderr io.Writer) int {
 			return failure(stderr, "ctl", err)
 		}
 		return exitOK
+	case len(rest) >= 1 && rest[0] == "cache":
+		return ctlCache(ctx, c, rest[1:], stdout, stderr)
 	case len(rest) == 4 && rest[0] == "set":
 		state, err := upstream.ParseState(rest[3])
 		if err != nil {
@@ -264,7 +267,7 @@ func cmdCtl(args []string, stdout, stderr io.Writer) int {
 		}
 		return writeTable(stdout, stderr, st)
 	}
-	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\", \"answers\" or \"set ROUTE UPSTREAM STATE\"\n%s", usage)
+	fmt.Fprintf(stderr, "snigate ctl: want \"upstreams\", \"answers\", \"cache\" or \"set ROUTE UPSTREAM STATE\"\n%s", usage)
 	return exitUsage
 }
 

@@ -31,6 +31,8 @@ type Config struct {
 	Upstreams upstreamAPI
 	// Answers backs /api/answers (dns.answer_check). nil: it answers 503.
 	Answers answerLister
+	// Caches backs /api/cache (the http routes' caches). nil: it answers 503.
+	Caches cacheAPI
 	// ReadyFunc backs /readyz. nil: ready whenever the server runs.
 	ReadyFunc func() bool
 	// Gatherer backs /metrics. nil: /metrics answers 404.
@@ -109,6 +111,8 @@ func (s *Server) routes() http.Handler {
 	handle("/api/upstreams", allow(http.HandlerFunc(s.listUpstreams), http.MethodGet))
 	handle("/api/upstreams/{route}/{upstream}", allow(http.HandlerFunc(s.setUpstream), http.MethodPost))
 	handle("/api/answers", allow(http.HandlerFunc(s.listAnswers), http.MethodGet))
+	handle("/api/cache", allow(http.HandlerFunc(s.listCaches), http.MethodGet))
+	handle("/api/cache/purge", allow(http.HandlerFunc(s.purgeCache), http.MethodPost))
 	handle("/", http.HandlerFunc(notFound))
 	return mux
 }

@@ -154,3 +154,13 @@ func checkCacheDir(dir string) error {
 		return nil
 	}
 }
+
+// CacheStats returns the figures of every http route's cache (the admin
+// API's GET /api/cache).
+func (g *Gateway) CacheStats() []regcache.Stats { return g.caches.Stats() }
+
+// PurgeCache removes digest ("": all content) from every cache (the
+// admin API's POST /api/cache/purge).
+func (g *Gateway) PurgeCache(digest string) ([]regcache.Stats, error) {
+	return g.caches.Purge(digest)
+}

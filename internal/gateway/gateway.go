@@ -118,6 +118,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 	g.admin = admin.New(admin.Config{
 		Upstreams: g,
 		Answers:   g,
+		Caches:    g,
 		ReadyFunc: g.ready.Load,
 		Gatherer:  g.registry,
 		Logger:    g.log,
