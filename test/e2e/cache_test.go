@@ -131,12 +131,12 @@ func TestCache(t *testing.T) {
 	})
 }
 
-// pushCachedImage writes the image with one cacheLayerBytes layer (an
-// uncompressed OCI layer: no time spent compressing random bytes) and
-// pushes it to registry A.
+// pushCachedImage writes the image with one cacheLayerBytes layer
+// (random bytes, gzipped: a little larger than cacheLayerBytes) and pushes
+// it to registry A.
 func (w *world) pushCachedImage(t *testing.T) *cachedImage {
 	t.Helper()
-	l, err := random.Layer(cacheLayerBytes, types.OCIUncompressedLayer)
+	l, err := random.Layer(cacheLayerBytes, types.OCILayer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,10 +441,9 @@ func (w *world) checkRegistriesDown(t *testing.T, img *cachedImage) {
 	spec.offline = true
 	w.reloadGateway(t, spec)
 	t.Cleanup(func() { w.reloadGateway(t, w.spec) })
-	for _, r := range []*registry{w.regA, w.regB} {
-		r.proc.kill()
-		t.Cleanup(func() { w.restoreRegistry(t, r) })
-	}
+	t.Cleanup(func() { w.restoreRegistries(t) })
+	w.regA.proc.kill()
+	w.regB.proc.kill()
 	byDigest := "docker://" + cacheHost + "/" + cacheRepo + "@" + img.digest
 	dest := filepath.Join(t.TempDir(), "offline")
 	if r := runCmd(skopeo(w.node, "copy", "--src-cert-dir", w.gatewayCerts, byDigest, "oci:"+dest+":"+imageTag)); r.err != nil {
@@ -511,4 +510,20 @@ func (w *world) reloadGateway(t *testing.T, spec gatewaySpec) {
 func digestOf(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// restoreRegistries starts registries A and B again where they are not
+// running and waits until the gateway has every upstream up.
+func (w *world) restoreRegistries(t *testing.T) {
+	for _, r := range []*registry{w.regA, w.regB} {
+		if r.proc.running() {
+			continue
+		}
+		if err := w.startRegistry(r); err != nil {
+			t.Errorf("restart %s: %v", r.name, err)
+		}
+	}
+	if err := w.gw.waitAllHealthy(); err != nil {
+		t.Errorf("after restarting the registries: %v", err)
+	}
 }
