@@ -65,11 +65,11 @@ func (c CacheRequest) UpstreamRequest(ctx context.Context, r *http.Request, meth
 
 // cacheDroppedHeaders are not copied from the node's request into the
 // cache's own: hop-by-hop headers, and those that would make the
-// registry answer with less than the whole content.
+// registry answer with less than the whole content, or encoded.
 var cacheDroppedHeaders = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization", "Te", "Trailer",
 	"Transfer-Encoding", "Upgrade", "Range", "If-Range", "If-Match", "If-None-Match",
-	"If-Modified-Since", "If-Unmodified-Since", "Content-Length",
+	"If-Modified-Since", "If-Unmodified-Since", "Content-Length", "Accept-Encoding",
 }
 
 // SetDigest records, for r's audit record, the digest of an answer the

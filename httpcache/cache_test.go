@@ -255,3 +255,28 @@ func TestManifestByTagFillsDigest(t *testing.T) {
 		t.Errorf("stats %+v, want 1 hit", s)
 	}
 }
+
+// TestStoreUnavailableBypasses: a store whose directory cannot be used
+// (here a file) makes every digest request bypass it: served from the
+// registry through the proxy, counted as bypass.
+func TestStoreUnavailableBypasses(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, worldOpts{dir: file})
+	content := randomBytes(t, 64<<10)
+	d := w.up.push(t, content)
+	for range 2 {
+		status, body, _, err := get(w.node(t, "h2"), blobPath(d))
+		if err != nil || status != http.StatusOK || !bytes.Equal(body, content) {
+			t.Fatalf("GET with the store unavailable: %d, %d bytes, %v", status, len(body), err)
+		}
+	}
+	if s := w.store.Stats(); s.Bypasses != 2 || s.Unavailable == "" {
+		t.Errorf("stats %+v, want 2 bypasses and the store unavailable", s)
+	}
+	if n := w.up.count(http.MethodGet, blobPath(d)); n != 2 {
+		t.Errorf("registry saw %d GETs, want 2 (each request proxied)", n)
+	}
+}
