@@ -33,6 +33,7 @@ import (
 // once, crosses the bastion's uplink once.
 const (
 	cacheRepo       = "e2e/cached"
+	cacheTag        = "big" // not imageTag: other tests look for that tag's records
 	cacheLayerBytes = 100 << 20
 	cachePulls      = 8 // parallel pulls
 	// uplinkFactor bounds what the bastion's uplink may carry for the
@@ -110,7 +111,7 @@ func TestCache(t *testing.T) {
 		}
 	})
 	t.Run("ctr pulls through the cache", func(t *testing.T) {
-		ref := cacheHost + "/" + cacheRepo + ":" + imageTag
+		ref := cacheHost + "/" + cacheRepo + ":" + cacheTag
 		runCmd(w.ctrd.ctr(w.node, "images", "rm", "--sync", ref))
 		defer runCmd(w.ctrd.ctr(w.node, "images", "rm", "--sync", ref))
 		if r := runCmd(w.ctrd.ctr(w.node, "images", "pull", "--hosts-dir", w.ctrd.hostsDir, ref)); r.err != nil {
@@ -147,7 +148,7 @@ func (w *world) pushCachedImage(t *testing.T) *cachedImage {
 	dir := filepath.Join(w.dir, "big-image")
 	p, err := layout.Write(dir, empty.Index)
 	if err == nil {
-		err = p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: imageTag}))
+		err = p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: cacheTag}))
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func (w *world) pushCachedImage(t *testing.T) *cachedImage {
 	b := &cachedImage{layout: dir, digest: md.String(), layer: ld.String(), size: size,
 		layerURI: "/v2/" + cacheRepo + "/blobs/" + ld.String()}
 	r := runCmd(w.registry.command("skopeo", "--insecure-policy", "copy", "--dest-cert-dir", filepath.Join(w.dir, "certs-edge"),
-		"oci:"+dir+":"+imageTag, "docker://"+hostOf(registryAAddr)+"/"+cacheRepo+":"+imageTag))
+		"oci:"+dir+":"+cacheTag, "docker://"+hostOf(registryAAddr)+"/"+cacheRepo+":"+cacheTag))
 	if r.err != nil {
 		t.Fatalf("push: %s", r)
 	}
@@ -191,12 +192,12 @@ func (w *world) parallelPulls(t *testing.T, img *cachedImage, n int) {
 		dest := filepath.Join(t.TempDir(), "pulled")
 		wg.Go(func() {
 			r := runCmd(skopeo(w.node, "copy", "--src-cert-dir", w.gatewayCerts,
-				"docker://"+cacheHost+"/"+cacheRepo+":"+imageTag, "oci:"+dest+":"+imageTag))
+				"docker://"+cacheHost+"/"+cacheRepo+":"+cacheTag, "oci:"+dest+":"+cacheTag))
 			if r.err != nil {
 				errs <- fmt.Sprintf("pull %d failed:\n%s", i, r)
 				return
 			}
-			if got, err := ociIndexDigest(dest, imageTag); err != nil || got != img.digest {
+			if got, err := ociIndexDigest(dest, cacheTag); err != nil || got != img.digest {
 				errs <- fmt.Sprintf("pull %d: digest %s (%v), pushed %s", i, got, err, img.digest)
 			}
 		})
@@ -446,9 +447,9 @@ func (w *world) checkRegistriesDown(t *testing.T, img *cachedImage) {
 	w.regB.proc.kill()
 	byDigest := "docker://" + cacheHost + "/" + cacheRepo + "@" + img.digest
 	dest := filepath.Join(t.TempDir(), "offline")
-	if r := runCmd(skopeo(w.node, "copy", "--src-cert-dir", w.gatewayCerts, byDigest, "oci:"+dest+":"+imageTag)); r.err != nil {
+	if r := runCmd(skopeo(w.node, "copy", "--src-cert-dir", w.gatewayCerts, byDigest, "oci:"+dest+":"+cacheTag)); r.err != nil {
 		t.Errorf("offline: true: pull by digest with the registries down failed:\n%s", r)
-	} else if got, err := ociIndexDigest(dest, imageTag); err != nil || got != img.digest {
+	} else if got, err := ociIndexDigest(dest, cacheTag); err != nil || got != img.digest {
 		t.Errorf("offline pull: digest %s (%v), pushed %s", got, err, img.digest)
 	}
 	w.waitAudit(t, func(r auditRecord) bool {
@@ -464,7 +465,7 @@ func (w *world) checkRegistriesDown(t *testing.T, img *cachedImage) {
 	if err != nil || (status != http.StatusBadGateway && status != http.StatusServiceUnavailable) || took > failFast {
 		t.Errorf("offline: false with the registries down: %d %q after %s (%v); want 502 or 503 within %s", status, body, took, err, failFast)
 	}
-	if r := runCmd(skopeo(w.node, "copy", "--src-cert-dir", w.gatewayCerts, byDigest, "oci:"+filepath.Join(t.TempDir(), "x")+":"+imageTag)); r.err == nil {
+	if r := runCmd(skopeo(w.node, "copy", "--src-cert-dir", w.gatewayCerts, byDigest, "oci:"+filepath.Join(t.TempDir(), "x")+":"+cacheTag)); r.err == nil {
 		t.Errorf("offline: false: a pull with the registries down succeeded:\n%s", r)
 	}
 }
