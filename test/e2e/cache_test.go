@@ -130,6 +130,57 @@ func TestCache(t *testing.T) {
 	t.Run("registries stopped", func(t *testing.T) {
 		w.checkRegistriesDown(t, img)
 	})
+	t.Run("snigate ctl cache shows and purges", func(t *testing.T) {
+		w.checkCtlCache(t, img)
+	})
+}
+
+// checkCtlCache: `snigate ctl cache` lists the route's cache with its
+// entries and hit ratio, /metrics has the contract's series, and `snigate
+// ctl cache purge DIGEST` then `purge` empty it.
+func (w *world) checkCtlCache(t *testing.T, img *cachedImage) {
+	t.Helper()
+	row := func(r result) []string {
+		for _, line := range strings.Split(r.out, "\n") {
+			if f := strings.Fields(line); len(f) >= 9 && f[0] == "cache" {
+				return f
+			}
+		}
+		t.Fatalf("no row for route cache:\n%s", r)
+		return nil
+	}
+	r := w.gw.snigate("ctl", "--admin", adminAddr, "cache")
+	if r.err != nil {
+		t.Fatalf("%s", r)
+	}
+	if f := row(r); f[1] != w.spec.cacheDir || f[4] == "0" || f[6] == "0.0%" {
+		t.Errorf("ctl cache row %q: want dir %s, entries and a hit ratio above 0", f, w.spec.cacheDir)
+	}
+	status, body, err := w.gw.admin("/metrics")
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", status, err)
+	}
+	for _, series := range []string{`snigate_cache_requests_total{result="hit",route="cache"}`,
+		`snigate_cache_requests_total{result="offline",route="cache"}`, `snigate_cache_bytes{route="cache"}`,
+		`snigate_cache_upstream_bytes_total{route="cache"}`} {
+		if !regexp.MustCompile(regexp.QuoteMeta(series) + ` [1-9]`).Match(body) {
+			t.Errorf("/metrics has no %s above 0", series)
+		}
+	}
+	if r := w.gw.snigate("ctl", "--admin", adminAddr, "cache", "purge", img.layer); r.err != nil {
+		t.Fatalf("%s", r)
+	}
+	hx := strings.TrimPrefix(img.layer, "sha256:")
+	if _, err := os.Stat(filepath.Join(w.spec.cacheDir, "sha256", hx[:2], hx)); err == nil {
+		t.Errorf("the layer's file is still in the cache after ctl cache purge %s", img.layer)
+	}
+	r = w.gw.snigate("ctl", "--admin", adminAddr, "cache", "purge")
+	if r.err != nil {
+		t.Fatalf("%s", r)
+	}
+	if f := row(r); f[4] != "0" {
+		t.Errorf("after ctl cache purge: %q, want 0 entries", f)
+	}
 }
 
 // pushCachedImage writes the image with one cacheLayerBytes layer
