@@ -109,3 +109,60 @@ func TestCheckRefusesUnusableCacheDir(t *testing.T) {
 		})
 	}
 }
+
+// cacheRouteYAML is an http route with a cache in dir; maxSize "" leaves
+// the route without http.cache.
+func cacheRouteYAML(dir, maxSize string) string {
+	cache := ""
+	if maxSize != "" {
+		cache = "\n      cache: {dir: " + dir + ", max_size: " + maxSize + "}"
+	}
+	return `listen:
+  tls: ["127.0.0.1:0"]
+routes:
+  - name: registry
+    sni: ["registry.test"]
+    mode: bridge
+    upstreams: ["127.0.0.1:1"]
+    serve: {ca_cert: ca.crt, ca_key: ca.key}
+    upstream_tls: {cert: edge.crt, key: edge.key, ca: ca.crt}
+    http:
+      forwarded: true` + cache + "\n"
+}
+
+// TestReloadKeepsCacheOpen: a reload that keeps the route's cache.dir
+// keeps its store (a second Open would be refused by the directory's
+// lock, and the reload with it) and applies max_size; a reload without
+// http.cache closes it, releasing the directory.
+func TestReloadKeepsCacheOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	w := newWorld(t, cacheRouteYAML(dir, "1MiB"))
+	w.start()
+	before := w.g.caches.get(cacheKey{"registry", dir})
+	w.writeConfig(cacheRouteYAML(dir, "2MiB"))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatalf("reload with the same cache.dir: %v", err)
+	}
+	if st := w.g.CacheStats(); len(st) != 1 || st[0].MaxSize != 2<<20 || w.g.caches.get(cacheKey{"registry", dir}) != before {
+		t.Errorf("after the reload: %+v; want the same store with max_size 2MiB", st)
+	}
+	w.writeConfig(cacheRouteYAML(dir, ""))
+	if err := w.g.Reload(t.Context(), "test"); err != nil {
+		t.Fatalf("reload without http.cache: %v", err)
+	}
+	if st := w.g.CacheStats(); len(st) != 0 {
+		t.Errorf("after dropping http.cache: %+v, want no store", st)
+	}
+	c, err := regcache.Open(regcache.Config{Dir: dir, MaxSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("the directory is still locked after the route dropped its cache: %v", err)
+	}
+	c.Close()
+}
+
+// get is k's open store, nil when none.
+func (cs *caches) get(k cacheKey) *regcache.Cache {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.open[k]
+}
