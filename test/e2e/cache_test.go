@@ -78,6 +78,7 @@ func TestCache(t *testing.T) {
 				rx, cachePulls, img.size, limit, uplinkFactor)
 		}
 		t.Logf("uplink: %d bytes for %d pulls of %d (%.2fx)", rx, cachePulls, img.size, float64(rx)/float64(img.size))
+		w.waitCacheAudit(t, img.layer, "miss")
 	})
 	t.Run("pulls from the cache fetch nothing", func(t *testing.T) {
 		h0 := heads()
@@ -86,6 +87,7 @@ func TestCache(t *testing.T) {
 		if n := gets(); n != 1 {
 			t.Errorf("the registries logged %d GETs of the layer, want still 1", n)
 		}
+		w.waitCacheAudit(t, img.layer, "hit")
 	})
 	t.Run("after a restart the cache still serves", func(t *testing.T) {
 		w.restartGateway(t)
@@ -503,9 +505,7 @@ func (w *world) checkRegistriesDown(t *testing.T, img *cachedImage) {
 	} else if got, err := ociIndexDigest(dest, cacheTag); err != nil || got != img.digest {
 		t.Errorf("offline pull: digest %s (%v), pushed %s", got, err, img.digest)
 	}
-	w.waitAudit(t, func(r auditRecord) bool {
-		return r.Route == "cache" && r.Cache == "offline" && r.Digest == img.layer && r.Status == http.StatusOK
-	})
+	w.waitCacheAudit(t, img.layer, "offline")
 	notHeld := "/v2/" + cacheRepo + "/blobs/sha256:" + strings.Repeat("0", 64)
 	if status, body, _, err := w.cacheRequest(t, http.MethodGet, notHeld, nil); err != nil || status != http.StatusServiceUnavailable ||
 		!strings.Contains(string(body), `"code":"UNAVAILABLE"`) {
@@ -578,4 +578,13 @@ func (w *world) restoreRegistries(t *testing.T) {
 	if err := w.gw.waitAllHealthy(); err != nil {
 		t.Errorf("after restarting the registries: %v", err)
 	}
+}
+
+// waitCacheAudit waits for an audit record of route cache, a 200 GET of
+// digest, with the cache word want.
+func (w *world) waitCacheAudit(t *testing.T, digest, want string) {
+	t.Helper()
+	w.waitAudit(t, func(r auditRecord) bool {
+		return r.Route == "cache" && r.Digest == digest && r.Method == http.MethodGet && r.Status == http.StatusOK && r.Cache == want
+	})
 }
