@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -51,16 +52,23 @@ type fakeRegistry struct {
 	// breakMid makes blob GETs end after half their body.
 	breakMid bool
 	seen     chan string // "METHOD path" of every request, when set
+	// redirect, when set, answers blob GETs and HEADs with a 307 to
+	// redirect + the path (blob storage).
+	redirect string
 }
 
 func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Method + " " + r.URL.Path
 	f.mu.Lock()
 	f.counts[key]++
-	status, gate, breakMid, seen := f.deny[r.URL.Path], f.gate, f.breakMid, f.seen
+	status, gate, breakMid, seen, redirect := f.deny[r.URL.Path], f.gate, f.breakMid, f.seen, f.redirect
 	f.mu.Unlock()
 	if seen != nil {
 		seen <- key
+	}
+	if redirect != "" && strings.Contains(r.URL.Path, "/blobs/sha256:") {
+		http.Redirect(w, r, redirect+r.URL.Path, http.StatusTemporaryRedirect)
+		return
 	}
 	if status != 0 {
 		http.Error(w, `{"errors":[{"code":"DENIED","message":"no"}]}`, status)
@@ -169,6 +177,9 @@ type world struct {
 type worldOpts struct {
 	offline bool
 	dir     string // "": a new temporary directory
+	// redirectRoots, when set, are the roots trusted on redirects (the
+	// bridge's RedirectRoots).
+	redirectRoots bool
 }
 
 func newWorld(tb testing.TB, o worldOpts) *world {
@@ -184,7 +195,7 @@ func newWorld(tb testing.TB, o worldOpts) *world {
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w.up = w.startRegistry(tb)
 	w.store = w.openStore(tb, logger)
-	w.startGateway(tb, logger, o.offline)
+	w.startGateway(tb, logger, o)
 	return w
 }
 
@@ -231,19 +242,23 @@ func (w *world) openStore(tb testing.TB, logger *slog.Logger) *regcache.Cache {
 	return c
 }
 
-func (w *world) startGateway(tb testing.TB, logger *slog.Logger, offline bool) {
+func (w *world) startGateway(tb testing.TB, logger *slog.Logger, o worldOpts) {
 	tb.Helper()
 	pool, err := upstream.New(upstream.Config{Route: "registry", Addrs: []string{w.up.addr}, Logger: logger, Check: upstream.Check{Fall: 1}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cache, err := New(Config{Route: "registry", Store: w.store, Offline: offline, Log: logger})
+	cache, err := New(Config{Route: "registry", Store: w.store, Offline: o.offline, Log: logger})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	edge := w.leaf(tb, "edge")
+	var roots *x509.CertPool
+	if o.redirectRoots {
+		roots = w.ca.Pool()
+	}
 	b, err := httpbridge.New(httpbridge.Config{
-		Route: "registry", Upstreams: pool, Forwarded: true, Cache: cache, Log: logger,
+		Route: "registry", Upstreams: pool, Forwarded: true, Cache: cache, Log: logger, RedirectRoots: roots,
 		UpstreamTLS: func() *tls.Config {
 			return &tls.Config{RootCAs: w.ca.Pool(), Certificates: []tls.Certificate{edge}, ServerName: registryName}
 		},
