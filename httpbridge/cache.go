@@ -1,6 +1,11 @@
 package httpbridge
 
-import "net/http"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
 
 // Cache is the optional content store in front of the registry
 // (routes[].http.cache; package regcache implements it). The bridge calls
@@ -23,6 +28,72 @@ type CacheRequest struct {
 	// Upstream sends a request of the cache's own to the route's healthy
 	// upstreams with the same retries and redirects; its URL's host is
 	// replaced by the upstream's address and its Host header is kept.
-	// The cache sets the forwarding headers it wants itself.
+	// UpstreamRequest builds its requests with the bridge's forwarding
+	// headers.
 	Upstream http.RoundTripper
+
+	forwarded bool      // routes[].http.forwarded
+	ex        *exchange // r's audit facts; nil-safe
+}
+
+// UpstreamRequest returns a request of the cache's own for r's path, to
+// send through Upstream: method (HEAD to ask the registry, GET to fill)
+// with the node's headers, Authorization included, less the hop-by-hop,
+// conditional and Range headers, and with the forwarding headers the
+// bridge sets on the requests it proxies (the node's own dropped). Its
+// context is ctx, which must carry r's values (r.Context(), or a
+// context.WithoutCancel of it) so that the upstream that answered is
+// recorded in r's audit record.
+func (c CacheRequest) UpstreamRequest(ctx context.Context, r *http.Request, method string) (*http.Request, error) {
+	u := *r.URL
+	u.Scheme, u.Host = "https", r.Host
+	out, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("cache request for %s: %w", r.URL.Path, err)
+	}
+	out.Host = r.Host
+	out.Header = r.Header.Clone()
+	for _, k := range cacheDroppedHeaders {
+		out.Header.Del(k)
+	}
+	dropForwarding(out.Header)
+	if nc := connFrom(r.Context()); c.forwarded && nc != nil {
+		setForwarded(out.Header, nc.ip)
+	}
+	return out, nil
+}
+
+// cacheDroppedHeaders are not copied from the node's request into the
+// cache's own: hop-by-hop headers, and those that would make the
+// registry answer with less than the whole content, or encoded.
+var cacheDroppedHeaders = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization", "Te", "Trailer",
+	"Transfer-Encoding", "Upgrade", "Range", "If-Range", "If-Match", "If-None-Match",
+	"If-Modified-Since", "If-Unmodified-Since", "Content-Length", "Accept-Encoding",
+}
+
+// SetDigest records, for r's audit record, the digest of an answer the
+// cache relayed itself (a manifest by tag).
+func (c CacheRequest) SetDigest(digest string) { c.ex.setDigest(digest) }
+
+// Fail records, for r's audit record, why the request failed; upstream
+// marks a failure of the upstream mid-body (the node's connection then
+// ends as aborted by the upstream).
+func (c CacheRequest) Fail(err error, upstream bool) { c.ex.fail(err, upstream) }
+
+// WriteError answers w with status and an OCI error body, as the bridge
+// answers its own refusals and failures; code is an OCI error code such
+// as "UNAVAILABLE".
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	writeOCIError(w, status, code, msg)
+}
+
+// UpstreamErrorStatus is the status the bridge answers a request with
+// when no upstream answered it with err: 503 when none is healthy, else
+// 502.
+func UpstreamErrorStatus(err error) int {
+	if errors.Is(err, ErrNoUpstream) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadGateway
 }

@@ -31,7 +31,9 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.proxy.ServeHTTP(rq.rec, r)
 		return
 	}
-	rq.cache = b.cfg.Cache.ServeCache(rq.rec, r, CacheRequest{API: rq.api, Proxy: b.proxy, Upstream: b.client})
+	rq.cache = b.cfg.Cache.ServeCache(rq.rec, r, CacheRequest{
+		API: rq.api, Proxy: b.proxy, Upstream: b.client, forwarded: b.cfg.Forwarded, ex: rq.ex,
+	})
 }
 
 // request is one node request being served.

@@ -2,7 +2,6 @@ package httpbridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -72,10 +71,7 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	ex.fail(err, false)
-	status := http.StatusBadGateway
-	if errors.Is(err, ErrNoUpstream) {
-		status = http.StatusServiceUnavailable
-	}
+	status := UpstreamErrorStatus(err)
 	b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
 		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	writeOCIError(w, status, codeUnavailable, err.Error())

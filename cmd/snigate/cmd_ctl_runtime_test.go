@@ -24,6 +24,8 @@ func fakeAdmin(t *testing.T) string {
 	mux.Handle("POST /api/reload", answer(422, `{"result":"failure","reason":"admin API","at":"2027-01-01T00:00:00Z",
 		"errors":["snigate.yaml:3: listen.tsl: unknown key","snigate.yaml:7: routes[0].mode: want bridge or splice"]}`))
 	mux.Handle("GET /api/routes", answer(200, `[{"route":"registry","names":["registry.example.com"],"mode":"splice","balance":"roundrobin","upstreams":["10.1.0.10:443"]}]`))
+	mux.Handle("GET /api/cache", answer(200, `[{"route":"registry","dir":"/var/cache/snigate/registry","max_size":1073741824,"bytes":2048,"entries":2,"hits":3,"misses":1,"hit_ratio":0.75}]`))
+	mux.Handle("POST /api/cache/purge", answer(200, `[{"route":"registry","dir":"/var/cache/snigate/registry","max_size":1073741824,"bytes":0,"entries":0}]`))
 	mux.Handle("POST /api/ready", answer(200, `{"ready":false,"switch":"off","reason":"switched off"}`))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -47,6 +49,14 @@ func TestCtlRuntimeVerbs(t *testing.T) {
 			wantOut: []string{"ROUTE", "registry  splice"}},
 		{name: "routes json", args: []string{"ctl", "--admin", addr, "-o", "json", "routes"}, want: 0,
 			wantOut: []string{`"upstreams": [`}},
+		{name: "cache table", args: []string{"ctl", "--admin", addr, "cache"}, want: 0,
+			wantOut: []string{"registry", "/var/cache/snigate/registry"}},
+		{name: "cache json", args: []string{"ctl", "--admin", addr, "cache", "-o", "json"}, want: 0,
+			wantOut: []string{`"hit_ratio": 0.75`}},
+		{name: "cache purge", args: []string{"ctl", "--admin", addr, "cache", "purge", "sha256:" + strings.Repeat("a", 64)}, want: 0,
+			wantOut: []string{"registry"}},
+		{name: "cache purge takes one digest", args: []string{"ctl", "--admin", addr, "cache", "purge", "a", "b"}, want: 2,
+			wantStderr: []string{"accepts at most 1 arg"}},
 		{name: "ready off", args: []string{"ctl", "--admin", addr, "ready", "off"}, want: 0,
 			wantOut: []string{"switch: off", "readyz: not ready: switched off"}},
 		{name: "ready with a bad word", args: []string{"ctl", "--admin", addr, "ready", "maybe"}, want: 2,
@@ -54,7 +64,7 @@ func TestCtlRuntimeVerbs(t *testing.T) {
 		{name: "bad output format", args: []string{"ctl", "-o", "yaml", "routes"}, want: 2,
 			wantStderr: []string{"want table or json"}},
 		{name: "unknown verb lists the verbs", args: []string{"ctl", "frobnicate"}, want: 2,
-			wantStderr: []string{`want one of "answers", "config", "ready", "reload", "routes", "set", "upstreams"`}},
+			wantStderr: []string{`want one of "answers", "cache", "config", "ready", "reload", "routes", "set", "upstreams"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

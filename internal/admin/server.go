@@ -31,6 +31,8 @@ type Config struct {
 	Upstreams upstreamAPI
 	// Answers backs /api/answers (dns.answer_check). nil: it answers 503.
 	Answers answerLister
+	// Caches backs /api/cache (the http routes' caches). nil: it answers 503.
+	Caches cacheAPI
 	// ReadyFunc backs /readyz. nil: ready whenever the server runs.
 	ReadyFunc func() bool
 	// Gatherer backs /metrics. nil: /metrics answers 404.
@@ -139,6 +141,8 @@ func (s *Server) routes() http.Handler {
 	handle("/api/ready", allow(http.HandlerFunc(s.ready), http.MethodGet, http.MethodPost))
 	handle("/api/version", allow(http.HandlerFunc(s.version), http.MethodGet))
 	handle("/debug/pprof/", s.pprof())
+	handle("/api/cache", allow(http.HandlerFunc(s.listCaches), http.MethodGet))
+	handle("/api/cache/purge", allow(http.HandlerFunc(s.purgeCache), http.MethodPost))
 	handle("/", http.HandlerFunc(notFound))
 	return mux
 }

@@ -29,6 +29,10 @@ var fileKeys = map[[2]string]string{
 // its sni entry, anything else at the route.
 func buildError(cfg *config.Config, i int, err error) *config.Error {
 	route := fmt.Sprintf("routes[%d]", i)
+	var ce *cacheDirError
+	if errors.As(err, &ce) {
+		return cfg.ErrorAt(route+".http.cache.dir", "%v", ce.err)
+	}
 	var fe *certs.FileError
 	if !errors.As(err, &fe) {
 		return cfg.ErrorAt(route, "%v", err)

@@ -65,6 +65,7 @@ type Gateway struct {
 	ready     atomic.Bool                       // listeners up, not draining
 	switchOff atomic.Bool                       // the readiness switch (POST /api/ready) is off
 	dryRun    bool                              // check: build everything, open no file for writing
+	caches    *caches                           // the http routes' cache stores, kept across reloads
 
 	inForce    atomic.Pointer[inForce]            // the configuration in force
 	lastReload atomic.Pointer[admin.ReloadResult] // nil: no reload since start
@@ -120,8 +121,10 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		g.log = slog.Default()
 	}
 	g.metrics = newMetrics(g.registry)
+	g.caches = newCaches(g.log, g.metrics.cache)
 	gen, err := g.build(cfg)
 	if err != nil {
+		g.caches.retain(nil)
 		return err
 	}
 	g.gen.Store(gen)
@@ -136,6 +139,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		Upstreams: g,
 		Answers:   g,
 		Runtime:   g,
+		Caches:    g,
 		ReadyFunc: g.Ready,
 		PprofFunc: func() bool { return g.gen.Load().cfg.Debug.Pprof },
 		Version:   buildVersion(),

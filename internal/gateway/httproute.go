@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/httpcache"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/upstream"
@@ -27,6 +28,10 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		}
 		gen.audits = append(gen.audits, audit)
 	}
+	cache, err := g.httpCache(rc)
+	if err != nil {
+		return nil, err
+	}
 	b, err := httpbridge.New(httpbridge.Config{
 		Route:            rc.Name,
 		Upstreams:        pool,
@@ -38,6 +43,7 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		Repositories:     h.Repositories,
 		Redirects:        h.Redirects,
 		RedirectRoots:    redirectRoots(rc),
+		Cache:            cache,
 		Audit:            audit,
 		Metrics:          g.metrics.http,
 		Log:              g.log,
@@ -47,6 +53,32 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 	}
 	gen.bridges = append(gen.bridges, b)
 	return b, nil
+}
+
+// httpCache is the route's http.cache over its store, kept across
+// reloads; nil without http.cache. `check` opens no store (a running
+// snigate holds its directory's lock): it checks that the directory can
+// be used.
+func (g *Gateway) httpCache(rc *config.Route) (httpbridge.Cache, error) {
+	c := rc.HTTP.Cache
+	if c == nil {
+		return nil, nil
+	}
+	if g.dryRun {
+		if err := checkCacheDir(c.Dir); err != nil {
+			return nil, &cacheDirError{err: err}
+		}
+		return nil, nil
+	}
+	store, err := g.caches.take(rc.Name, c)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: store, Offline: c.Offline, Log: g.log})
+	if err != nil {
+		return nil, err
+	}
+	return hc, nil
 }
 
 // redirectRoots is what a followed redirect trusts: the system roots plus

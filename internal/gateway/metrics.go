@@ -12,6 +12,7 @@ import (
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/regcache"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -25,6 +26,7 @@ type metrics struct {
 	dns      *dnsresponder.Metrics
 	admin    *admin.Metrics
 	http     *httpbridge.Metrics
+	cache    *regcache.Metrics
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -45,6 +47,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		dns:      dnsresponder.NewMetrics(reg),
 		admin:    admin.NewMetrics(reg),
 		http:     httpbridge.NewMetrics(reg),
+		cache:    regcache.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",

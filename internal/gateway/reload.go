@@ -50,6 +50,7 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 		g.sdNotify(msg)
 	}
 	err := g.loadAndSwap(ctx)
+	g.caches.retain(g.gen.Load().cfg) // the stores of the generation in force; a rejected one's are closed
 	now := time.Now()
 	g.metrics.reloaded(err, now)
 	g.recordReload(reason, err, now)

@@ -86,7 +86,7 @@ func TestNodeConfigUsedAsIs(t *testing.T) {
 		w.mustPullSkopeo(t, registryHost, filepath.Join(pod, "certs.d", registryHost))
 	})
 	t.Run("resolver files name the gateway", func(t *testing.T) {
-		names := strings.Join([]string{registryHost, mirrorHost, tokenHost, nodeHost, httpHost}, " ") // every route, in configuration order
+		names := strings.Join([]string{registryHost, mirrorHost, tokenHost, nodeHost, httpHost, cacheHost}, " ") // every route, in configuration order
 		wants := map[string][]string{
 			"resolved.conf.d/snigate.conf": {"DNS=" + bastionAddr + "\n", "Domains=~" + strings.ReplaceAll(names, " ", " ~") + "\n", "FallbackDNS=\n"},
 			"hosts":                        {bastionAddr + " " + names + "\n"},

@@ -64,6 +64,8 @@ type gatewaySpec struct {
 	registryCA  string        // the registry's CA file
 	nodes       *nodeIdentity // route nodes (node certificates required); nil: none
 	auditLog    string        // the HTTP route's audit log file
+	cacheDir    string        // route cache's http.cache.dir
+	offline     bool          // route cache's http.cache.offline
 }
 
 // Health check timing of both routes: an upstream is down after
@@ -171,6 +173,31 @@ routes:
 `, httpHost, quoteAll(g.registryUps), health,
 		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
 		g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, httpAllowed, g.auditLog)
+	fmt.Fprintf(&b, `  - name: cache
+    sni: [%q]
+    mode: bridge
+    upstreams: [%s]
+    health:
+      check: http
+      path: /v2/
+      expect_status: [200, 401]
+%s    serve:
+      ca_cert: %s
+      ca_key: %s
+    upstream_tls:
+      cert: %s
+      key: %s
+      ca: %s
+      server_name: %q
+    http:
+      audit_log: %s
+      cache:
+        dir: %s
+        max_size: 2GiB
+        offline: %t
+`, cacheHost, quoteAll(g.registryUps), health,
+		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
+		g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, g.auditLog, g.cacheDir, g.offline)
 	return b.String()
 }
 

@@ -20,6 +20,9 @@ const (
 	// registries; only httpAllowed repositories are let through.
 	httpHost    = "pull.registry.example.test"
 	httpAllowed = "e2e/*"
+	// cacheHost is the HTTP route with http.cache (route "cache") to the
+	// same registries.
+	cacheHost = "cache.registry.example.test"
 
 	nodeAddr      = "10.77.1.2"
 	bastionAddr   = "10.77.1.1" // the gateway, as the node sees it
@@ -60,6 +63,7 @@ type world struct {
 	mirrorCA     *ca
 	edge         keyPair
 	nodes        *nodeIdentity // the node CA, node certificates and CRL of route nodes
+	spec         gatewaySpec   // what the gateway's configuration file says
 }
 
 // build makes the world; on error, what was made is still torn down.
@@ -260,7 +264,9 @@ func (w *world) startGateway() error {
 		registryCA:  w.registryCA.file,
 		nodes:       w.nodes,
 		auditLog:    filepath.Join(w.dir, "audit.log"),
+		cacheDir:    filepath.Join(w.dir, "cache"),
 	}
+	w.spec = spec
 	if err := w.gw.writeConfig(spec); err != nil {
 		return err
 	}
@@ -282,7 +288,7 @@ func (w *world) startContainerd() error {
 	if w.ctrd, err = newContainerd(filepath.Join(w.dir, "containerd")); err != nil {
 		return err
 	}
-	for _, host := range []string{registryHost, httpHost} {
+	for _, host := range []string{registryHost, httpHost, cacheHost} {
 		if err := w.ctrd.trust(host, filepath.Join(w.gatewayCerts, "ca.crt")); err != nil {
 			return err
 		}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/snigate/snigate/internal/admin"
+)
+
+func init() { addCtlVerb(newCtlCacheCmd) }
+
+func newCtlCacheCmd(a *app, o *ctlOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cache [purge [DIGEST]]",
+		Short: "The http routes' caches: size, entries, hit ratio; purge one digest or everything",
+		Long: `Print each http route's cache (routes[].http.cache): its directory, size
+against max_size, entries, hits, misses, bypasses and hit ratio, bytes fetched
+from upstream to fill it. "purge DIGEST" removes one digest from every cache,
+"purge" alone everything; a download in progress is not broken.
+-o json prints GET /api/cache (or the purge's answer) as it is.`,
+		Example: `  snigate ctl cache
+  snigate ctl cache purge sha256:4c0b...
+  snigate ctl cache purge
+  snigate ctl cache -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := o.client().Caches(cmd.Context())
+			if err != nil {
+				return failed(err)
+			}
+			return o.write(a.stdout, st, func(w io.Writer) error { return admin.WriteCacheTable(w, st) })
+		},
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "purge [DIGEST]",
+		Short: "Remove one digest, or everything, from every cache",
+		Long: `Remove DIGEST (sha256:... or sha512:...) from the cache of every http
+route, or, without DIGEST, everything they hold. Readers of a removed file
+finish their download; the next request fetches it again from the registry.`,
+		Example: `  snigate ctl cache purge sha256:4c0b...
+  snigate ctl cache purge`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			digest := ""
+			if len(args) == 1 {
+				digest = args[0]
+			}
+			st, err := o.client().PurgeCache(cmd.Context(), digest)
+			if err != nil {
+				return failed(err)
+			}
+			return o.write(a.stdout, st, func(w io.Writer) error { return admin.WriteCacheTable(w, st) })
+		},
+	})
+	return cmd
+}

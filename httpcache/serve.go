@@ -1,0 +1,100 @@
+package httpcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/regcache"
+)
+
+// serveEntry answers r from e: the whole content or the ranges asked
+// (http.ServeContent), with Content-Type (the registry's HEAD answer's
+// when it has one, else the stored one) and Docker-Content-Digest. A
+// read that fails (a fill that broke, a disk error) aborts the response:
+// the node never sees a short success.
+func (c *Cache) serveEntry(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, e *regcache.Entry, head http.Header) {
+	defer e.Close()
+	h := w.Header()
+	h.Set("Content-Type", contentType(head, e.Header()))
+	h.Set("Docker-Content-Digest", e.Digest())
+	h.Set("Etag", `"`+e.Digest()+`"`)
+	rd := &checkedReader{e: e, ctx: r.Context()}
+	if e.Size() < 0 {
+		c.stream(w, r, rd) // a fill of unknown length: no ranges until it is stored
+	} else {
+		http.ServeContent(w, r, "", time.Time{}, rd)
+	}
+	if !e.Stored() && rd.err == nil && r.Context().Err() == nil {
+		rd.note(awaitVerified(e))
+	}
+	if rd.err != nil {
+		req.Fail(fmt.Errorf("cache: %s: %w", e.Digest(), rd.err), true)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// awaitVerified waits for the end of a fill's verification: nil once
+// every byte is there and matched the digest (it is then stored), else
+// the fill's error. http.ServeContent reads exactly the length, not to
+// io.EOF, so without this a node could be answered before the check.
+func awaitVerified(e *regcache.Entry) error {
+	var b [1]byte
+	n := e.Size()
+	if n < 0 {
+		return nil // streamed to io.EOF, which is the check
+	}
+	if _, err := e.ReadAt(b[:], n); err != io.EOF {
+		return err
+	}
+	return nil
+}
+
+// stream copies content of unknown length to the node.
+func (c *Cache) stream(w http.ResponseWriter, r *http.Request, rd io.Reader) {
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = io.Copy(w, rd)
+}
+
+// contentType is the registry's Content-Type, else the stored one, else
+// octet-stream.
+func contentType(head, stored http.Header) string {
+	for _, h := range []http.Header{head, stored} {
+		if v := h.Get("Content-Type"); v != "" {
+			return v
+		}
+	}
+	return "application/octet-stream"
+}
+
+// checkedReader keeps the first error of the Entry's reads other than
+// io.EOF and the node going away.
+type checkedReader struct {
+	e   *regcache.Entry
+	ctx context.Context
+	err error
+}
+
+func (r *checkedReader) Read(p []byte) (int, error) {
+	n, err := r.e.Read(p)
+	r.note(err)
+	return n, err
+}
+
+func (r *checkedReader) Seek(off int64, whence int) (int64, error) {
+	return r.e.Seek(off, whence)
+}
+
+func (r *checkedReader) note(err error) {
+	if err == nil || errors.Is(err, io.EOF) || r.ctx.Err() != nil || r.err != nil {
+		return
+	}
+	r.err = err
+}
