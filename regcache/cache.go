@@ -30,6 +30,12 @@ type Config struct {
 	// this long, so that a stalled upstream does not hold a digest forever.
 	// Zero: DefaultFillIdleTimeout; negative: no limit.
 	FillIdleTimeout time.Duration
+	// WaitForLock: when another process holds the directory (the previous
+	// snigate of an upgrade, draining), Open does not fail: the Cache holds
+	// nothing and bypasses (Stats().Unavailable says why) until the lock
+	// is free, tried every LockRetry, then it opens the directory as Open
+	// would. Without it, a directory in use is Open's error.
+	WaitForLock bool
 	// Logger receives lifecycle lines and rate-limited errors. Nil: slog.Default().
 	Logger *slog.Logger
 	// Metrics, built once per process by NewMetrics. Nil: nothing recorded.
@@ -79,6 +85,10 @@ func Open(cfg Config) (*Cache, error) {
 	}
 	c := newCache(cfg)
 	if err := c.prepare(); err != nil {
+		if errors.Is(err, errLocked) && cfg.WaitForLock {
+			c.waitForLock(err)
+			return c, nil
+		}
 		if errors.Is(err, errLocked) {
 			return nil, err
 		}

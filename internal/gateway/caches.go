@@ -22,6 +22,9 @@ import (
 type caches struct {
 	log *slog.Logger
 	m   *regcache.Metrics
+	// wait: started by an upgrade, whose previous process holds the
+	// directories until it has drained; the stores bypass until then.
+	wait bool
 
 	mu   sync.Mutex
 	open map[cacheKey]*regcache.Cache
@@ -30,8 +33,8 @@ type caches struct {
 // cacheKey is a store's route and directory.
 type cacheKey struct{ route, dir string }
 
-func newCaches(log *slog.Logger, m *regcache.Metrics) *caches {
-	return &caches{log: log, m: m, open: map[cacheKey]*regcache.Cache{}}
+func newCaches(log *slog.Logger, m *regcache.Metrics, wait bool) *caches {
+	return &caches{log: log, m: m, wait: wait, open: map[cacheKey]*regcache.Cache{}}
 }
 
 // take returns route's store in c.Dir: the open one when the route had
@@ -52,7 +55,7 @@ func (cs *caches) take(route string, c *config.Cache) (*regcache.Cache, error) {
 			cs.closeLocked(other, other.route != route)
 		}
 	}
-	rc, err := regcache.Open(regcache.Config{Route: route, Dir: c.Dir, MaxSize: c.MaxSize, Logger: cs.log, Metrics: cs.m})
+	rc, err := regcache.Open(regcache.Config{Route: route, Dir: c.Dir, MaxSize: c.MaxSize, WaitForLock: cs.wait, Logger: cs.log, Metrics: cs.m})
 	if err != nil {
 		return nil, &cacheDirError{err: err}
 	}

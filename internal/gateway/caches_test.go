@@ -27,7 +27,7 @@ func cacheCfg(routes map[string]string) *config.Config {
 // and its directory can be opened again.
 func TestCachesKeptAcrossReloads(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
-	cs := newCaches(slog.New(slog.DiscardHandler), regcache.NewMetrics(nil))
+	cs := newCaches(slog.New(slog.DiscardHandler), regcache.NewMetrics(nil), false)
 	first, err := cs.take("registry", &config.Cache{Dir: a, MaxSize: 1 << 20})
 	must(t, err)
 	again, err := cs.take("registry", &config.Cache{Dir: a, MaxSize: 2 << 20})
@@ -63,7 +63,7 @@ func TestCachesKeptAcrossReloads(t *testing.T) {
 // the directory (its lock is one store's).
 func TestCachesRouteRenamed(t *testing.T) {
 	dir := t.TempDir()
-	cs := newCaches(slog.New(slog.DiscardHandler), nil)
+	cs := newCaches(slog.New(slog.DiscardHandler), nil, false)
 	_, err := cs.take("old", &config.Cache{Dir: dir, MaxSize: 1 << 20})
 	must(t, err)
 	c, err := cs.take("new", &config.Cache{Dir: dir, MaxSize: 1 << 20})

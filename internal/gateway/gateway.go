@@ -121,7 +121,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		g.log = slog.Default()
 	}
 	g.metrics = newMetrics(g.registry)
-	g.caches = newCaches(g.log, g.metrics.cache)
+	g.caches = newCaches(g.log, g.metrics.cache, handover.Upgrading() && !g.dryRun)
 	gen, err := g.build(cfg)
 	if err != nil {
 		g.caches.retain(nil)

@@ -69,6 +69,12 @@ type Inherited struct {
 	source  string
 }
 
+// Upgrading reports whether this process was started by a hand-over
+// (Spawn): its predecessor still runs, draining, and holds what it has not
+// handed over (a cache directory's lock). Read it before Inherit, which
+// clears the environment it looks at.
+func Upgrading() bool { return os.Getenv(EnvFds) != "" }
+
 // Inherit takes the sockets passed by systemd (LISTEN_PID must be this
 // process) or by a hand-over, and clears their environment variables. A
 // descriptor that is not a socket is an error.

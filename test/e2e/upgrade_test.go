@@ -172,7 +172,14 @@ func (w *world) upgradeConfig(t *testing.T, tlsPort int, admin, dns string) stri
 	}
 	y = strings.Replace(y, fmt.Sprintf("  connect: \":%d\"\n", connectPort), "", 1)
 	audit := filepath.Join(w.dir, "audit.log")
-	return strings.ReplaceAll(y, audit, filepath.Join(w.dir, fmt.Sprintf("audit-%d.log", tlsPort)))
+	y = strings.ReplaceAll(y, audit, filepath.Join(w.dir, fmt.Sprintf("audit-%d.log", tlsPort)))
+	// its own cache directory: the world's gateway holds the world's (an
+	// upgrade of this gateway then hands its directory over)
+	cache := "        dir: " + filepath.Join(w.dir, "cache") + "\n"
+	if !strings.Contains(y, cache) {
+		t.Fatalf("the world's configuration %s has no cache dir line %q", w.gw.config, cache)
+	}
+	return strings.Replace(y, cache, "        dir: "+filepath.Join(w.dir, fmt.Sprintf("cache-%d", tlsPort))+"\n", 1)
 }
 
 // startUpgradeGateway runs the installed binary on upgradeConfig and waits
