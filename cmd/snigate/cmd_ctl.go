@@ -61,8 +61,10 @@ func newCtlCmd(a *app) *cobra.Command {
 		Use:   "ctl [--admin ADDR] VERB",
 		Short: "Talk to a running gateway's runtime API (the admin listener)",
 		Long: `Talk to the runtime API of a running snigate on its admin listener
-(listen.admin): list the upstreams and their health, and take an upstream out
-of service or put it back.
+(listen.admin): list the routes, upstreams and their health, the DNS answers
+and the caches; take an upstream out of service or put it back; show the
+configuration in force and reload it; switch readiness off before
+maintenance; purge the caches. Every verb prints JSON with -o json.
 
 The address is --admin, else $` + envAdmin + `, else ` + admin.DefaultAddr + `; "unix:/path"
 names a unix socket. Flags may come before or after the verb.`,
