@@ -194,6 +194,7 @@ func cmdReport(args []string) error {
 	subjects := fs.String("subject", "snigate,snigate-x25519", "comma-separated targets the issue's targets apply to (each gets ratio and verdict columns)")
 	base := fs.String("base", "haproxy", "the target every ratio column is relative to")
 	refs := fs.String("refs", "haproxy,nginx", "targets whose best value is the subject's target")
+	cacheBase := fs.String("cache-base", "snigate", "the target the cache scenarios' rows are judged against (the bridge without a cache)")
 	threads := fs.String("threads", "snigate=2,snigate-x25519=2,haproxy=2,nginx=2,sniproxy=1", "worker threads per target (to tell a saturated proxy)")
 	fs.Parse(args)
 	results, err := readResults(strings.Split(*in, ","))
@@ -206,7 +207,7 @@ func cmdReport(args []string) error {
 	}
 	rep := report{
 		sum:     summarize(results),
-		cmp:     comparison{subjects: strings.Split(*subjects, ","), base: *base, refs: strings.Split(*refs, ",")},
+		cmp:     comparison{subjects: strings.Split(*subjects, ","), base: *base, refs: strings.Split(*refs, ","), cacheBase: *cacheBase},
 		threads: th,
 		cores:   runtime.NumCPU(),
 	}
