@@ -160,8 +160,11 @@ func cmdRun(args []string) error {
 	if r.cacheStreams, err = parseInts(*cacheStreams); err != nil {
 		return fmt.Errorf("-cache-streams: %w", err)
 	}
-	if r.pullNodes <= 0 || *layerMiB < 0 {
-		return fmt.Errorf("-pull-nodes: want a positive count, -layer-mib a size of 0 or more; got %d, %d", r.pullNodes, *layerMiB)
+	if r.pullNodes <= 0 {
+		return fmt.Errorf("-pull-nodes: want a positive count, got %d", r.pullNodes)
+	}
+	if *layerMiB < 0 {
+		return fmt.Errorf("-layer-mib: want a size of 0 or more, got %d", *layerMiB)
 	}
 	r.scenarios = strings.Split(*scen, ",")
 	if *layerMiB > 0 && r.wantsCache() { // the digest costs one read of the layer

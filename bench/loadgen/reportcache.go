@@ -13,7 +13,7 @@ func cacheRows(sc string) []row {
 	switch {
 	case sc == "cache-pull":
 		return []row{
-			{scenario: sc, key: "registry_layers", label: "8 cache pull: layers the registry sent, N nodes at once", format: "%.2f", limit: 1},
+			{scenario: sc, key: "registry_layers", label: "8 cache pull: layers the registry sent, all nodes at once", format: "%.2f", limit: 1},
 			{scenario: sc, key: "last_s", label: "8 cache pull: s until the last node is done", format: "%.2f", info: true},
 			{scenario: sc, key: "cpu_s_gb", label: "8 cache pull: proxy CPU s / GB served", format: "%.2f"},
 		}
