@@ -74,8 +74,8 @@ func cacheRunner(t *testing.T, hb *httpBench, targets ...target) *runner {
 		pki: hb.p, log: io.Discard, out: filepath.Join(t.TempDir(), "results.jsonl"), targets: targets,
 		upstreamStats: strings.TrimPrefix(stats.URL, "http://"),
 		scenarios:     []string{"cache-*"}, rounds: 1, firstRound: 1,
-		layer:         descriptor{Digest: newCacheLayer(testLayerSize).digest(), Size: testLayerSize},
-		pullNodes:     4, pullTimeout: 10 * time.Second, cacheStreams: []int{1, 2}, tputTime: 100 * time.Millisecond,
+		layer:     descriptor{Digest: newCacheLayer(testLayerSize).digest(), Size: testLayerSize},
+		pullNodes: 4, pullTimeout: 10 * time.Second, cacheStreams: []int{1, 2}, tputTime: 100 * time.Millisecond,
 	}
 }
 

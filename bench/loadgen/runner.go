@@ -41,7 +41,7 @@ type runner struct {
 	pullNodes    int
 	pullTimeout  time.Duration
 	cacheStreams []int
-	pause         time.Duration
+	pause        time.Duration
 	// maxOther is the CPU (percent of one core) other work on the machine
 	// may use during a measurement before it is taken again, at most
 	// retries more times and within retryBudget for the whole run; the
