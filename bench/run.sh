@@ -16,7 +16,7 @@
 # Scenarios (loadgen names): splice-rate, splice-tput (1 and 8 streams),
 # bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs,
 # http-bigblob (1 and 4 connections; SCENARIOS=http-* picks the three),
-# idle-mem; then bench/dns/run.sh when it exists (DNS=0 skips it).
+# cache-pull, cache-hit (1 and 8 streams; SCENARIOS=cache-* picks both), idle-mem; then bench/dns/run.sh when it exists (DNS=0 skips it).
 # Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
@@ -25,7 +25,13 @@
 # bridge (a bridge route with http: {}) against nginx as an HTTP reverse
 # proxy and HAProxy mode http, all reusing their upstream connections; a
 # snigate whose `snigate check` rejects the http route, or that does not
-# answer it as an HTTP proxy, is skipped there with the reason.
+# answer it as an HTTP proxy, is skipped there with the reason. The cache
+# scenarios (issue 16) add snigate-cache (the same http route with
+# http.cache, its own process, emptied through POST /api/cache/purge
+# before each cache-pull) and nginx-cache (proxy_cache + proxy_cache_lock,
+# its directory emptied before each cache-pull), measured beside snigate's
+# and nginx's http routes without a cache; the two cache targets take part
+# in the cache scenarios only.
 #
 # Fair settings: 2 worker threads or processes for every proxy (sniproxy is
 # single-threaded), HAProxy splices (option splice-request and
@@ -46,8 +52,11 @@ IDLE_CONNS=${IDLE_CONNS:-9000} # idle tunnels (bounded by the fd hard limit, see
 HTTP_TIME=${HTTP_TIME:-4s}     # one http-manifest or http-blobs measurement
 HTTP_STREAMS=${HTTP_STREAMS:-1,4} # connections of the http-bigblob scenarios
 BIG_BLOB_MIB=${BIG_BLOB_MIB:-1024} # the registry's large blob (generated, never in memory)
+LAYER_MIB=${LAYER_MIB:-200}    # the cache scenarios' layer (generated, never in memory)
+PULL_NODES=${PULL_NODES:-8}    # nodes pulling the layer at once in cache-pull
+CACHE_STREAMS=${CACHE_STREAMS:-1,8} # streams of the cache-hit scenarios
 SCENARIOS=${SCENARIOS:-all}
-TARGETS=${TARGETS:-direct,snigate,snigate-x25519,haproxy,nginx,sniproxy}
+TARGETS=${TARGETS:-direct,snigate,snigate-x25519,snigate-cache,haproxy,nginx,nginx-cache,sniproxy}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
 BASE_REV=${BASE_REV:-} # a commit: also run snigate built from it (target snigate-base), for before/after
@@ -137,14 +146,16 @@ p_nginx=$((BASE_PORT + 30)) p_nginx_bridge=$((BASE_PORT + 31))
 p_sniproxy=$((BASE_PORT + 40)) p_up_stats=$((BASE_PORT + 3))
 p_snigate_base=$((BASE_PORT + 14))
 p_up_http=$((BASE_PORT + 4)) p_haproxy_http=$((BASE_PORT + 22)) p_nginx_http=$((BASE_PORT + 32))
+p_snigate_cache=$((BASE_PORT + 15)) p_admin_cache=$((BASE_PORT + 16)) p_nginx_cache=$((BASE_PORT + 33))
 
 # --- build -------------------------------------------------------------------
 
 need go ss
 wanted haproxy && need "$HAPROXY"
 wanted nginx && need "$NGINX" "$NGINX_STREAM"
+wanted nginx-cache && need "$NGINX"
 wanted sniproxy && need "$SNIPROXY"
-for p in $p_up_splice $p_up_bridge $p_up_stats $p_up_http $p_haproxy_http $p_nginx_http $p_snigate $p_pprof $p_snigate_base $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy; do
+for p in $p_up_splice $p_up_bridge $p_up_stats $p_up_http $p_haproxy_http $p_nginx_http $p_snigate $p_pprof $p_snigate_base $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy $p_snigate_cache $p_admin_cache $p_nginx_cache; do
 	port_free "$p"
 done
 
@@ -242,6 +253,18 @@ write_snigate_config() {
 write_snigate_config snigate "$p_snigate"
 [ -n "$BASE_REV" ] && write_snigate_config snigate-base "$p_snigate_base"
 write_snigate_config snigate-x25519 "$p_snigate_x" x25519
+
+# snigate-cache: the http route with http.cache in $work (emptied
+# through the admin listener's POST /api/cache/purge before each
+# cache-pull round); without `snigate check`'s yes it is not started.
+snigate_cache_dir=$work/cache-snigate
+snigate_config "$p_snigate_cache" "" 1 |
+	sed -e "s#^  tls: \[\"127.0.0.1:$p_snigate_cache\"\]#&\n  admin: \"127.0.0.1:$p_admin_cache\"#" \
+		-e "s#^    http: {}#    http:\n      cache: {dir: $snigate_cache_dir, max_size: 4GiB}#" >"$work/snigate-cache.yaml"
+if wanted snigate-cache && ! "$work/snigate" check -c "$work/snigate-cache.yaml" >"$work/snigate-cache-check.log" 2>&1; then
+	log "snigate-cache: snigate check rejects its configuration, so the cache scenarios skip it: $(tr '\n' ' ' <"$work/snigate-cache-check.log")"
+	TARGETS=${TARGETS//snigate-cache/}
+fi
 
 # HAProxy: 2 threads, splice both ways (splice-request and splice-response:
 # with splice-auto alone HAProxy 2.6 never spliced the download stream of
@@ -391,6 +414,67 @@ http {
 }
 EOF
 
+# nginx-cache: the http proxy above with proxy_cache for blobs by digest
+# (the cache in $work, emptied before each cache-pull round),
+# proxy_cache_lock on so that one request per blob goes to the registry
+# while the others wait for the cache (lock timeout and age long enough
+# for a large layer), 2 workers; everything else passes through.
+nginx_cache_dir=$work/cache-nginx
+mkdir -p "$work/nginx-cache" "$nginx_cache_dir"
+cat >"$work/nginx-cache.conf" <<EOF
+user root;
+worker_processes 2;
+worker_rlimit_nofile $FD_LIMIT;
+pid $work/nginx-cache/nginx.pid;
+error_log $work/nginx-cache.log error;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    proxy_cache_path $nginx_cache_dir levels=1:2 keys_zone=blobs:10m max_size=4g inactive=1h use_temp_path=off;
+    upstream registry {
+        server 127.0.0.1:$p_up_http;
+        keepalive 64;
+        keepalive_requests 1000000;
+        keepalive_timeout 10m;
+    }
+    server {
+        listen 127.0.0.1:$p_nginx_cache ssl reuseport;
+        server_name registry.bench.test;
+        ssl_certificate     $pki/serve.crt;
+        ssl_certificate_key $pki/serve.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        keepalive_requests 1000000;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_set_header Host \$host;
+        proxy_set_header X-Forwarded-For \$remote_addr;
+        proxy_set_header X-Real-IP \$remote_addr;
+        proxy_set_header X-Forwarded-Proto https;
+        proxy_set_header Forwarded "for=\$remote_addr;proto=https";
+        proxy_ssl_certificate     $pki/client.crt;
+        proxy_ssl_certificate_key $pki/client.key;
+        proxy_ssl_trusted_certificate $pki/ca.crt;
+        proxy_ssl_verify on;
+        proxy_ssl_name upstream.bench.test;
+        proxy_ssl_server_name on;
+        proxy_ssl_session_reuse on;
+        proxy_read_timeout 1h;
+        location ~ ^/v2/.+/blobs/sha256: {
+            proxy_pass https://registry;
+            proxy_cache blobs;
+            proxy_cache_key \$uri;
+            proxy_cache_valid 200 1h;
+            proxy_cache_lock on;
+            proxy_cache_lock_timeout 1h;
+            proxy_cache_lock_age 1h;
+        }
+        location / {
+            proxy_pass https://registry;
+        }
+    }
+}
+EOF
+
 # sniproxy: single process, one event loop; a table with the one name; no
 # access log.
 cat >"$work/sniproxy.conf" <<EOF
@@ -413,7 +497,7 @@ EOF
 
 start_upstream() {
 	"$work/loadgen" upstream -pki "$pki" -splice "127.0.0.1:$p_up_splice" -bridge "127.0.0.1:$p_up_bridge" \
-		-stats "127.0.0.1:$p_up_stats" -http "127.0.0.1:$p_up_http" -big-blob-mib "$BIG_BLOB_MIB" >"$work/upstream.log" 2>&1 &
+		-stats "127.0.0.1:$p_up_stats" -http "127.0.0.1:$p_up_http" -big-blob-mib "$BIG_BLOB_MIB" -layer-mib "$LAYER_MIB" >"$work/upstream.log" 2>&1 &
 	upstream_pid=$!
 	wait_listen "$p_up_http" upstream # listens once the large blob's digest is computed (about 1s per GiB)
 	wait_listen "$p_up_splice" upstream
@@ -439,6 +523,15 @@ start_snigate() {
 start_proxies() {
 	wanted snigate && start_snigate snigate "$p_snigate" "$p_pprof"
 	wanted snigate-base && start_snigate snigate-base "$p_snigate_base" ""
+	if wanted snigate-cache && [ "${1:-}" != idle ]; then
+		rm -rf "$snigate_cache_dir"
+		start_snigate snigate-cache "$p_snigate_cache" ""
+	fi
+	if wanted nginx-cache && [ "${1:-}" != idle ]; then
+		"$NGINX" -c "$work/nginx-cache.conf" -p "$work/nginx-cache" -e "$work/nginx-cache.log" -g 'daemon off;' >>"$work/nginx-cache.log" 2>&1 &
+		pid[nginx-cache]=$!
+		wait_listen "$p_nginx_cache" nginx-cache
+	fi
 	if wanted snigate-x25519 && [ "${1:-}" != idle ]; then
 		start_snigate snigate-x25519 "$p_snigate_x" "$p_pprof_x"
 	fi
@@ -484,6 +577,8 @@ target_flags() {
 	wanted haproxy && flags+=(-target "name=haproxy,splice=127.0.0.1:$p_haproxy,bridge=127.0.0.1:$p_haproxy_bridge,http=127.0.0.1:$p_haproxy_http,pid=${pid[haproxy]}")
 	wanted nginx && flags+=(-target "name=nginx,splice=127.0.0.1:$p_nginx,bridge=127.0.0.1:$p_nginx_bridge,http=127.0.0.1:$p_nginx_http,pid=${pid[nginx]}")
 	wanted sniproxy && flags+=(-target "name=sniproxy,splice=127.0.0.1:$p_sniproxy,pid=${pid[sniproxy]}")
+	[ -n "${pid[snigate-cache]:-}" ] && flags+=(-target "name=snigate-cache,http=127.0.0.1:$p_snigate_cache,pid=${pid[snigate-cache]},purge=127.0.0.1:$p_admin_cache")
+	[ -n "${pid[nginx-cache]:-}" ] && flags+=(-target "name=nginx-cache,http=127.0.0.1:$p_nginx_cache,pid=${pid[nginx-cache]},cachedir=$nginx_cache_dir")
 	printf '%s\n' "${flags[@]}"
 }
 
@@ -496,7 +591,7 @@ loadgen_run() { # loadgen_run SCENARIOS ROUNDS FIRST_ROUND
 		-scenarios "$1" -rounds "$2" -first-round "$3" -conc "$CONC" \
 		-rate-time "$RATE_TIME" -lat-rate "$LAT_RATE" -hs-time "$HS_TIME" -tput-time "$TPUT_TIME" \
 		-streams "$STREAMS" -http-time "$HTTP_TIME" -http-streams "$HTTP_STREAMS" \
-		-idle-conns "$IDLE_CONNS" "${flags[@]}"
+		-idle-conns "$IDLE_CONNS" -layer-mib "$LAYER_MIB" -pull-nodes "$PULL_NODES" -cache-streams "$CACHE_STREAMS" "${flags[@]}"
 }
 
 # Everything but idle-mem, or the scenarios asked for.
@@ -505,7 +600,7 @@ main_scenarios() {
 	IFS=, read -ra list <<<"$SCENARIOS"
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
-			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob)
+			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob cache-pull cache-hit)
 		elif [ "$s" != idle-mem ]; then
 			out+=("$s")
 		fi
@@ -572,17 +667,18 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
 	echo "- http scenarios (7): the registry is a Go net/http server (mTLS, h2 and http/1.1 by ALPN; 16 small blobs of 4 KiB, a large blob of $BIG_BLOB_MIB MiB generated from a pattern); the client is Go net/http speaking HTTP/1.1 to every target (ALPN http/1.1 only, although snigate also offers h2), fresh connections without session cache in http-manifest, keep-alive ones otherwise; $HTTP_TIME per http-manifest and http-blobs measurement, the large blob over $HTTP_STREAMS connection(s) for $TPUT_TIME; every proxy sets X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and Forwarded from the client's address"
 	echo "- http targets: snigate = a bridge route with http: {} on the same listener (upstream leg: its own pool, h2 as the registry offers it)$([ "${http_ok[snigate]:-}" = 1 ] || echo ', not in this run: snigate check rejected the http route'); nginx = http proxy_pass https:// to an upstream block with keepalive 64, proxy_http_version 1.1, Connection \"\", proxy_ssl_certificate, 16k buffers and no temporary files; HAProxy = mode http, http-reuse always, ssl crt on the server line (both HTTP/1.1 upstream)"
+	echo "- cache scenarios (8): a layer of $LAYER_MIB MiB (generated from a pattern, its digest the sha256 of its bytes, as the caches verify); cache-pull: $PULL_NODES nodes GET it at once over fresh HTTP/1.1 connections with the target's cache emptied first (snigate-cache: POST /api/cache/purge; nginx-cache: its directory), registry bytes counted in the registry's handler (in layers), CPU per GB over the bytes the nodes got; cache-hit: after one GET, $CACHE_STREAMS keep-alive streams download it for $TPUT_TIME; snigate-cache = the http route with http.cache {dir in the run's directory, max_size 4GiB}; nginx-cache = the http proxy with proxy_cache (levels 1:2, use_temp_path off) for blobs by digest, proxy_cache_lock on (timeout and age 1h), proxy_cache_valid 200 1h; verdicts against snigate's http route without a cache (target: registry at most 1 layer, CPU per GB at most and throughput at least the bridge's without cache)"
 	echo "- splice scenarios send a ClientHello captured from this Go version's crypto/tls (X25519MLKEM768 + X25519 key shares) followed by a command; bridge scenarios run crypto/tls clients (ECDSA P-256 certificates, TLS 1.3) offering $([ "$CLIENT_GROUPS" = x25519 ] && echo 'only X25519' || echo "Go's default groups (X25519MLKEM768 first)"); the upstream is a Go crypto/tls server requiring a client certificate"
 } >"$work/header.md"
 
 report="$out_dir/results-$stamp.md"
 "$work/loadgen" report -in "$results" -header "$work/header.md" -dns "$work/dns.txt" -out "$report" \
-	-threads snigate=2,snigate-base=2,snigate-x25519=2,haproxy=2,nginx=2,sniproxy=1 \
-	-subject "snigate,snigate-x25519${BASE_REV:+,snigate-base}"
+	-threads snigate=2,snigate-base=2,snigate-x25519=2,snigate-cache=2,haproxy=2,nginx=2,nginx-cache=2,sniproxy=1 \
+	-subject "snigate,snigate-x25519,snigate-cache${BASE_REV:+,snigate-base}"
 {
 	echo
 	echo "## Configurations"
-	for f in snigate.yaml snigate-x25519.yaml haproxy.cfg nginx.conf sniproxy.conf; do
+	for f in snigate.yaml snigate-x25519.yaml snigate-cache.yaml haproxy.cfg nginx.conf nginx-cache.conf sniproxy.conf; do
 		[ -e "$work/$f" ] || continue
 		printf '\n### %s\n\n```\n' "$f"
 		sed "s#$work#\$WORK#g" "$work/$f"

@@ -35,7 +35,7 @@ func startHTTPBench(t *testing.T) *httpBench {
 		t.Fatal(err)
 	}
 	hb := &httpBench{dir: dir, p: p, stats: &upstreamStats{}}
-	rr, err := startRegistry("127.0.0.1:0", testBigSize, p, hb.stats)
+	rr, err := startRegistry("127.0.0.1:0", testBigSize, testLayerSize, p, hb.stats)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,14 @@ import (
 	"time"
 )
 
-// httpAddr is the target's address for the http scenarios.
-func httpAddr(t target) string { return t.HTTP }
+// httpAddr is the target's address for the http scenarios; a proxy with
+// a cache has its own scenarios (cacheAddr).
+func httpAddr(t target) string {
+	if t.cached() {
+		return ""
+	}
+	return t.HTTP
+}
 
 // httpManifest is scenario 7a: conc workers each open a fresh TLS
 // connection per request (no session cache, Connection: close) and fetch

@@ -19,6 +19,8 @@ func TestParseTarget(t *testing.T) {
 		{name: "full", in: "name=haproxy,splice=127.0.0.1:1,bridge=127.0.0.1:2,pid=42",
 			want: target{Name: "haproxy", Splice: "127.0.0.1:1", Bridge: "127.0.0.1:2", PID: 42}},
 		{name: "direct", in: "name=direct,splice=a:1,direct=1", want: target{Name: "direct", Splice: "a:1", Direct: true}},
+		{name: "snigate cache", in: "name=snigate-cache,http=a:1,purge=127.0.0.1:9", want: target{Name: "snigate-cache", HTTP: "a:1", Purge: "127.0.0.1:9"}},
+		{name: "nginx cache", in: "name=nginx-cache,http=a:1,cachedir=/tmp/c", want: target{Name: "nginx-cache", HTTP: "a:1", CacheDir: "/tmp/c"}},
 		{name: "no name", in: "splice=a:1", wantErr: true},
 		{name: "unknown key", in: "name=x,port=1", wantErr: true},
 		{name: "bad pid", in: "name=x,pid=abc", wantErr: true},

@@ -64,6 +64,7 @@ func cmdUpstream(args []string) error {
 	statsAt := fs.String("stats", "", "address serving the bridge upstream's handshake counters (JSON); empty: none")
 	httpAt := fs.String("http", "", "address of the mTLS registry (http scenarios); empty: none")
 	bigMiB := fs.Int64("big-blob-mib", 1024, "size of the registry's large blob in MiB (generated, never held in memory)")
+	layerMiB := fs.Int64("layer-mib", 200, "size of the cache scenarios' layer in MiB (generated; 0: none)")
 	fs.Parse(args)
 	p, err := loadPKI(*dir)
 	if err != nil {
@@ -71,6 +72,9 @@ func cmdUpstream(args []string) error {
 	}
 	if *bigMiB <= 0 {
 		return fmt.Errorf("-big-blob-mib: want a positive size, got %d", *bigMiB)
+	}
+	if *layerMiB < 0 {
+		return fmt.Errorf("-layer-mib: want a size of 0 or more, got %d", *layerMiB)
 	}
 	sl, err := net.Listen("tcp", *spliceAt)
 	if err != nil {
@@ -90,7 +94,7 @@ func cmdUpstream(args []string) error {
 		defer stl.Close()
 		go http.Serve(stl, &u.stats)
 	}
-	reg, err := startRegistry(*httpAt, *bigMiB<<20, p, &u.stats)
+	reg, err := startRegistry(*httpAt, *bigMiB<<20, *layerMiB<<20, p, &u.stats)
 	if err != nil {
 		sl.Close()
 		bl.Close()
@@ -122,7 +126,7 @@ func cmdRun(args []string) error {
 	groups := fs.String("client-groups", "default", "key exchanges the TLS client offers: default (this Go's: X25519MLKEM768, X25519, ...) or x25519")
 	fs.StringVar(&r.out, "out", "results.jsonl", "JSON-lines file the results are appended to")
 	fs.StringVar(&r.pprofDir, "pprof-dir", "", "save profiles of targets with pprof= here")
-	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-latency, splice-tput, bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs, http-bigblob, http-* (all three), idle-mem, all")
+	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-latency, splice-tput, bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs, http-bigblob, http-* (all three), cache-pull, cache-hit, cache-* (both), idle-mem, all")
 	fs.IntVar(&r.rounds, "rounds", 3, "rounds (each target once per round)")
 	fs.IntVar(&r.firstRound, "first-round", 1, "number of the first round (for runs split across restarts)")
 	fs.IntVar(&r.conc, "conc", 32, "concurrent connections in the rate and handshake scenarios")
@@ -134,6 +138,10 @@ func cmdRun(args []string) error {
 	fs.DurationVar(&r.httpTime, "http-time", 4*time.Second, "duration of one http-manifest or http-blobs measurement")
 	httpStreams := fs.String("http-streams", "1,4", "connection counts of the http-bigblob scenarios")
 	fs.IntVar(&r.idleConns, "idle-conns", 9000, "idle tunnels opened in the idle-mem scenario")
+	layerMiB := fs.Int64("layer-mib", 200, "size of the cache scenarios' layer in MiB (as `loadgen upstream -layer-mib`)")
+	fs.IntVar(&r.pullNodes, "pull-nodes", 8, "nodes pulling the layer at once in cache-pull")
+	fs.DurationVar(&r.pullTimeout, "pull-timeout", 5*time.Minute, "time one node's pull of the layer may take")
+	cacheStreams := fs.String("cache-streams", "1,8", "stream counts of the cache-hit scenarios")
 	fs.DurationVar(&r.pause, "pause", 300*time.Millisecond, "pause between measurements")
 	fs.Float64Var(&r.maxOther, "max-other", 50, "measure again when other work used more than this CPU (% of one core)")
 	fs.IntVar(&r.retries, "retries", 2, "extra attempts of a measurement disturbed by other work")
@@ -149,7 +157,19 @@ func cmdRun(args []string) error {
 	if r.httpStreams, err = parseInts(*httpStreams); err != nil {
 		return fmt.Errorf("-http-streams: %w", err)
 	}
+	if r.cacheStreams, err = parseInts(*cacheStreams); err != nil {
+		return fmt.Errorf("-cache-streams: %w", err)
+	}
+	if r.pullNodes <= 0 {
+		return fmt.Errorf("-pull-nodes: want a positive count, got %d", r.pullNodes)
+	}
+	if *layerMiB < 0 {
+		return fmt.Errorf("-layer-mib: want a size of 0 or more, got %d", *layerMiB)
+	}
 	r.scenarios = strings.Split(*scen, ",")
+	if *layerMiB > 0 && r.wantsCache() { // the digest costs one read of the layer
+		r.layer = descriptor{Digest: newCacheLayer(*layerMiB << 20).digest(), Size: *layerMiB << 20}
+	}
 	switch *groups {
 	case "default":
 	case "x25519":
@@ -177,6 +197,7 @@ func cmdReport(args []string) error {
 	subjects := fs.String("subject", "snigate,snigate-x25519", "comma-separated targets the issue's targets apply to (each gets ratio and verdict columns)")
 	base := fs.String("base", "haproxy", "the target every ratio column is relative to")
 	refs := fs.String("refs", "haproxy,nginx", "targets whose best value is the subject's target")
+	cacheBase := fs.String("cache-base", "snigate", "the target the cache scenarios' rows are judged against (the bridge without a cache)")
 	threads := fs.String("threads", "snigate=2,snigate-x25519=2,haproxy=2,nginx=2,sniproxy=1", "worker threads per target (to tell a saturated proxy)")
 	fs.Parse(args)
 	results, err := readResults(strings.Split(*in, ","))
@@ -189,7 +210,7 @@ func cmdReport(args []string) error {
 	}
 	rep := report{
 		sum:     summarize(results),
-		cmp:     comparison{subjects: strings.Split(*subjects, ","), base: *base, refs: strings.Split(*refs, ",")},
+		cmp:     comparison{subjects: strings.Split(*subjects, ","), base: *base, refs: strings.Split(*refs, ","), cacheBase: *cacheBase},
 		threads: th,
 		cores:   runtime.NumCPU(),
 	}

@@ -41,6 +41,14 @@ type registry struct {
 	small          map[string][]byte // digest → content
 	big            patternBlob
 	bigDigest      string
+	// layer is the cache scenarios' layer (outside the manifest: the
+	// load generator knows its digest from its size); size 0: none.
+	layer       patternBlob
+	layerDigest string
+	// sent, when set, is told the body bytes of blob responses as they
+	// are written (the cache scenarios: how much of the layer crossed
+	// the uplink).
+	sent func(n int64)
 }
 
 // descriptor is an OCI content descriptor.
@@ -80,6 +88,11 @@ func newRegistry(bigSize int64) *registry {
 	reg.manifest, _ = json.Marshal(m)
 	reg.manifestDigest = digestOf(reg.manifest)
 	return reg
+}
+
+// addLayer serves layer too, by its digest (one read of it).
+func (reg *registry) addLayer(layer patternBlob) {
+	reg.layer, reg.layerDigest = layer, layer.digest()
 }
 
 func (reg *registry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -132,13 +145,33 @@ func (reg *registry) serveBlob(w http.ResponseWriter, r *http.Request, digest st
 		content = bytes.NewReader(b)
 	} else if digest == reg.bigDigest {
 		content = reg.big.reader()
+	} else if digest == reg.layerDigest && reg.layer.size > 0 {
+		content = reg.layer.reader()
 	} else {
 		ociError(w, http.StatusNotFound, "BLOB_UNKNOWN", fmt.Sprintf("blob %s is unknown", digest))
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Docker-Content-Digest", digest)
-	http.ServeContent(w, r, "", time.Time{}, content)
+	if reg.sent == nil {
+		http.ServeContent(w, r, "", time.Time{}, content)
+		return
+	}
+	http.ServeContent(countingWriter{w, reg.sent}, r, "", time.Time{}, content)
+}
+
+// countingWriter tells sent the body bytes written through it, write by
+// write, so that the count is current when a proxy has received them,
+// not only when the handler returns.
+type countingWriter struct {
+	http.ResponseWriter
+	sent func(n int64)
+}
+
+func (cw countingWriter) Write(b []byte) (int, error) {
+	n, err := cw.ResponseWriter.Write(b)
+	cw.sent(int64(n))
+	return n, err
 }
 
 // parseAPIPath splits /v2/<name>/manifests/<reference> and

@@ -15,6 +15,9 @@ import (
 // partial one, so reads cross the pattern's end.
 const testBigSize = 3*patternSize + 12345
 
+// testLayerSize is the cache scenarios' layer in the tests.
+const testLayerSize = 2*patternSize + 777
+
 func TestPatternBlobReadAt(t *testing.T) {
 	pb := newPatternBlob(testBigSize, 1)
 	whole, err := io.ReadAll(pb.reader())

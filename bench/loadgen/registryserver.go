@@ -45,12 +45,17 @@ type runningRegistry struct {
 }
 
 // startRegistry builds the registry's content (the large blob's digest
-// first, so that it answers as soon as it listens) and listens on addr.
-func startRegistry(addr string, bigSize int64, p *material, stats *upstreamStats) (*runningRegistry, error) {
+// first, so that it answers as soon as it listens; and the cache
+// scenarios' layer of layerSize bytes, 0: none) and listens on addr.
+func startRegistry(addr string, bigSize, layerSize int64, p *material, stats *upstreamStats) (*runningRegistry, error) {
 	if addr == "" {
 		return nil, nil
 	}
 	reg := newRegistry(bigSize)
+	if layerSize > 0 {
+		reg.addLayer(newCacheLayer(layerSize))
+	}
+	reg.sent = stats.addBlobBytes
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -62,7 +67,8 @@ func (rr *runningRegistry) describe() string {
 	if rr == nil {
 		return ""
 	}
-	return fmt.Sprintf(" registry %s (large blob %s, %d MiB)", rr.ln.Addr(), rr.reg.bigDigest, rr.reg.big.size>>20)
+	return fmt.Sprintf(" registry %s (large blob %s, %d MiB; cache layer %s, %d MiB)", rr.ln.Addr(),
+		rr.reg.bigDigest, rr.reg.big.size>>20, rr.reg.layerDigest, rr.reg.layer.size>>20)
 }
 
 func (rr *runningRegistry) serve() error {

@@ -56,6 +56,8 @@ func rowsFor(scenarios []string) []row {
 				row{sc, "per_core", "4 bridge Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0, 0, false})
 		case strings.HasPrefix(sc, "http-"):
 			rows = append(rows, httpRows(sc)...)
+		case strings.HasPrefix(sc, "cache-"):
+			rows = append(rows, cacheRows(sc)...)
 		case sc == "idle-mem":
 			rows = append(rows,
 				row{sc, "kib_conn", "5 KiB RSS / idle tunnel", false, "%.1f", 8, 0, false},
@@ -176,6 +178,9 @@ type comparison struct {
 	subjects []string
 	base     string   // haproxy: every ratio column is to it
 	refs     []string // haproxy, nginx: the subject's target is the best of them
+	// cacheBase is the target the cache scenarios' rows are judged
+	// against instead (snigate: the bridge without a cache); "" none.
+	cacheBase string
 }
 
 // present returns the subjects that have results in s, in order.
@@ -219,7 +224,10 @@ func (c comparison) verdict(s *summary, rw row, subject string) string {
 	if rw.info || rw.key == "pipes_conn" || rw.key == "p50_ms" || rw.key == "per_core" {
 		return "—" // informative rows, no target of their own
 	}
-	b, _, ok := c.best(s, rw)
+	b, bt, ok := c.reference(s, rw)
+	if bt == subject {
+		return "—" // the reference itself
+	}
 	if !ok {
 		return "n/a"
 	}
@@ -246,7 +254,7 @@ func writeTable(w io.Writer, s *summary, c comparison) {
 	head := []string{"metric"}
 	head = append(head, s.targets...)
 	for _, sub := range subjects {
-		head = append(head, fmt.Sprintf("%s / best of %s", sub, strings.Join(c.refs, ", ")), "met ("+sub+")")
+		head = append(head, fmt.Sprintf("%s / %s", sub, c.referenceLabel()), "met ("+sub+")")
 	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(head, " | "))
 	fmt.Fprintf(w, "|---|%s%s\n", strings.Repeat("--:|", len(s.targets)), strings.Repeat("---|---|", len(subjects)))
@@ -255,7 +263,7 @@ func writeTable(w io.Writer, s *summary, c comparison) {
 		for _, t := range s.targets {
 			cells = append(cells, s.cell(rw, t, c.base))
 		}
-		b, bt, ok := c.best(s, rw)
+		b, bt, ok := c.reference(s, rw)
 		for _, sub := range subjects {
 			v, vok := s.value(rw.scenario, sub, rw.key)
 			ratio := "n/a"

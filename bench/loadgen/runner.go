@@ -34,7 +34,14 @@ type runner struct {
 	httpTime      time.Duration // one http-manifest or http-blobs measurement
 	httpStreams   []int         // connections of the http-bigblob scenarios
 	idleConns     int
-	pause         time.Duration
+	// The cache scenarios: the layer the nodes pull (its digest computed
+	// from -layer-mib as the registry's), how many pull it at once, how
+	// long one pull may take, the stream counts of cache-hit.
+	layer        descriptor
+	pullNodes    int
+	pullTimeout  time.Duration
+	cacheStreams []int
+	pause        time.Duration
 	// maxOther is the CPU (percent of one core) other work on the machine
 	// may use during a measurement before it is taken again, at most
 	// retries more times and within retryBudget for the whole run; the

@@ -54,6 +54,10 @@ func (r *runner) scenarioList() []scenario {
 	for _, n := range r.httpStreams {
 		list = append(list, scenario{name: fmt.Sprintf("http-bigblob-%d", n), addr: httpAddr, http: true, measure: r.httpBigBlob(n)})
 	}
+	list = append(list, scenario{name: "cache-pull", addr: cacheAddr, http: true, measure: (*runner).cachePull})
+	for _, n := range r.cacheStreams {
+		list = append(list, scenario{name: fmt.Sprintf("cache-hit-%d", n), addr: cacheAddr, http: true, measure: r.cacheHit(n)})
+	}
 	return append(list, scenario{name: "idle-mem", addr: proxyOnly, measure: (*runner).idleMem})
 }
 

@@ -20,9 +20,19 @@ type target struct {
 	// Pprof is the host:port of a net/http/pprof and expvar endpoint
 	// (bench/snigate-pprof); "" means none.
 	Pprof string
+	// Purge is the host:port of snigate's admin listener: the target's
+	// http route has a cache, emptied before each cache-pull round with
+	// POST /api/cache/purge. CacheDir is a proxy's cache directory
+	// (nginx's proxy_cache_path), emptied by removing what it holds.
+	// A target with either takes part in the cache scenarios only.
+	Purge    string
+	CacheDir string
 }
 
-// parseTarget parses "name=N,splice=ADDR,bridge=ADDR,http=ADDR,pid=P,direct=1,pprof=ADDR".
+// cached reports whether t is a proxy with a cache.
+func (t target) cached() bool { return t.Purge != "" || t.CacheDir != "" }
+
+// parseTarget parses "name=N,splice=ADDR,bridge=ADDR,http=ADDR,pid=P,direct=1,pprof=ADDR,purge=ADDR,cachedir=DIR".
 func parseTarget(s string) (target, error) {
 	var t target
 	for _, kv := range strings.Split(s, ",") {
@@ -46,8 +56,12 @@ func parseTarget(s string) (target, error) {
 			t.Direct, err = strconv.ParseBool(v)
 		case "pprof":
 			t.Pprof = v
+		case "purge":
+			t.Purge = v
+		case "cachedir":
+			t.CacheDir = v
 		default:
-			err = fmt.Errorf("unknown key %q (want name, splice, bridge, http, pid, direct or pprof)", k)
+			err = fmt.Errorf("unknown key %q (want name, splice, bridge, http, pid, direct, pprof, purge or cachedir)", k)
 		}
 		if err != nil {
 			return t, fmt.Errorf("target %q: %s: %w", s, k, err)

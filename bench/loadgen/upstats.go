@@ -18,6 +18,15 @@ type upstreamStats struct {
 	Total   int64            `json:"total"`
 	Resumed int64            `json:"resumed"`
 	Groups  map[string]int64 `json:"groups"`
+	// BlobBytes is the body bytes of blob responses the registry sent
+	// (every proxy's fetches; the cache scenarios' uplink traffic).
+	BlobBytes int64 `json:"blob_bytes"`
+}
+
+func (s *upstreamStats) addBlobBytes(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.BlobBytes += n
 }
 
 func (s *upstreamStats) record(cs tls.ConnectionState) {
@@ -43,6 +52,7 @@ func (s *upstreamStats) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 type upstreamSnapshot struct {
 	Total, Resumed int64
 	Groups         map[string]int64
+	BlobBytes      int64 `json:"blob_bytes"`
 }
 
 func fetchUpstreamStats(addr string) (upstreamSnapshot, error) {
