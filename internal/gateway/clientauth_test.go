@@ -83,7 +83,14 @@ func TestNodeIdentityFollowsFilesAndReloads(t *testing.T) {
 	if err := w.nodeEcho(&node.Pair); err == nil || !strings.Contains(err.Error(), "bad certificate") {
 		t.Fatalf("revoked node: %v; want alert bad_certificate", err)
 	}
-	_, metrics := w.adminGet("/metrics")
+	// The node has its alert before the gateway has counted the refusal
+	// (it counts once its side of the handshake has returned): wait for
+	// the count, then read the others.
+	var metrics string
+	waitFor(t, "the revoked refusal counted", func() bool {
+		_, metrics = w.adminGet("/metrics")
+		return strings.Contains(metrics, `snigate_client_auth_failures_total{reason="revoked",route="registry"} 1`)
+	})
 	for _, want := range []string{
 		`snigate_client_auth_failures_total{reason="no_certificate",route="registry"} 1`,
 		`snigate_client_auth_failures_total{reason="revoked",route="registry"} 1`,
