@@ -399,8 +399,6 @@ func (s *Server) finish(ss *session) {
 		ss.conn.Close()
 	}
 	s.handshakeDone(ss)
-	s.untrack(ss)
-	ss.releaseHello()
 	result, err := ss.outcome()
 	d := time.Since(ss.start)
 	mode := ""
@@ -410,7 +408,12 @@ func (s *Server) finish(ss *session) {
 			ss.rm.duration.Observe(d.Seconds())
 		}
 	}
+	// Counted before untrack: a caller that saw the session go (Shutdown,
+	// a test waiting for the sessions to end) reads its result in the
+	// metrics.
 	s.m.ended(ss.rm, ss.listener, result)
+	s.untrack(ss)
+	ss.releaseHello()
 	access := cmp.Or(s.cfg.Load().AccessLog, s.log)
 	if !access.Enabled(context.Background(), slog.LevelInfo) {
 		return
