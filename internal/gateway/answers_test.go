@@ -151,9 +151,18 @@ func answerA(t *testing.T, addr, name string) []string {
 func TestAnswerCheckAcrossReload(t *testing.T) {
 	w := newWorld(t, "")
 	a := startEcho(t, w.leaf("a.test"), nil)
-	listen := testnet.HeldAddr(t)
-	_, port, _ := net.SplitHostPort(listen)
-	hang := hangingListener(t, "127.0.0.2:"+port)
+	// The same port on 127.0.0.2 (answer_check.port is one port for
+	// every address): another test may hold it there, so try a few.
+	var listen, port string
+	var hang func()
+	for i := 0; hang == nil; i++ {
+		listen = testnet.HeldAddr(t)
+		_, port, _ = net.SplitHostPort(listen)
+		var err error
+		if hang, err = listenHanging("127.0.0.2:" + port); err != nil && i == 20 {
+			t.Fatal(err)
+		}
+	}
 	defer hang()
 	cfg := func(ttl string) string {
 		c := fmt.Sprintf(answersConfig, listen, port, spliceRoute("a", "a.test", a.addr()))
@@ -189,9 +198,18 @@ func TestAnswerCheckAcrossReload(t *testing.T) {
 // hangingListener accepts on addr and never answers, until stop.
 func hangingListener(t *testing.T, addr string) (stop func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	stop, err := listenHanging(addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return stop
+}
+
+// listenHanging is hangingListener returning its error.
+func listenHanging(addr string) (stop func(), _ error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
 	}
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -213,7 +231,7 @@ func hangingListener(t *testing.T, addr string) (stop func()) {
 		for _, c := range conns {
 			c.Close()
 		}
-	}
+	}, nil
 }
 
 // TestReadySwitchLeavesOwnAnswersOut: with the readiness switch off the
