@@ -82,123 +82,69 @@ func (g gatewaySpec) yaml() string {
 	if g.connect {
 		fmt.Fprintf(&b, "  connect: \":%d\"\n", connectPort)
 	}
-	health := fmt.Sprintf(`      interval: %s
-      timeout: 900ms
-      fall: %d
-      rise: %d
-`, healthInterval, healthFall, healthRise)
 	fmt.Fprintf(&b, `timeouts:
   drain: 2s
 dns:
   answer: [%q]
   ttl: 5s
 routes:
-  - name: registry
-    sni: [%q]
-    mode: bridge
-    upstreams: [%s]
-    health:
-      check: http
-      path: /v2/
-      expect_status: [200, 401]
-%s    serve:
-      ca_cert: %s
-      ca_key: %s
-    upstream_tls:
-      cert: %s
-      key: %s
-      ca: %s
-  - name: mirror
-    sni: [%q]
-    mode: splice
-    upstreams: [%q]
-    health:
-      check: tcp
-%s  - name: tokenreg
-    sni: [%q]
-    mode: splice
-    upstreams: [%q]
-    health:
-      check: tcp
-%s`, g.answer, registryHost, quoteAll(g.registryUps), health,
-		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
-		g.edge.certFile, g.edge.keyFile, g.registryCA,
-		mirrorHost, g.mirrorUp, health, tokenHost, g.tokenUp, health)
+`, g.answer)
+	g.bridgeRoute(&b, "registry", registryHost, "", "")
+	g.spliceRoute(&b, "mirror", mirrorHost, g.mirrorUp)
+	g.spliceRoute(&b, "tokenreg", tokenHost, g.tokenUp)
+	tail := fmt.Sprintf("      server_name: %q\n    http:\n", registryHost)
 	if g.nodes != nil {
-		fmt.Fprintf(&b, `  - name: nodes
-    sni: [%q]
-    mode: bridge
-    upstreams: [%s]
-    health:
-      check: http
-      path: /v2/
-      expect_status: [200, 401]
-%s    serve:
-      ca_cert: %s
-      ca_key: %s
-      client_ca: %s
+		g.bridgeRoute(&b, "nodes", nodeHost, fmt.Sprintf(`      client_ca: %s
       client_names: ["system:node:*"]
       client_crl: %s
-    upstream_tls:
-      cert: %s
-      key: %s
-      ca: %s
-      server_name: %q
-    http:
-      audit_log: %s
-`, nodeHost, quoteAll(g.registryUps), health,
-			filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
-			filepath.Join(g.nodes.caDir, "ca.crt"), g.nodes.crl,
-			g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, g.auditLog)
+`, filepath.Join(g.nodes.caDir, "ca.crt"), g.nodes.crl), tail+fmt.Sprintf("      audit_log: %s\n", g.auditLog))
 	}
-	fmt.Fprintf(&b, `  - name: pull
-    sni: [%q]
-    mode: bridge
-    upstreams: [%s]
-    health:
-      check: http
-      path: /v2/
-      expect_status: [200, 401]
-%s    serve:
-      ca_cert: %s
-      ca_key: %s
-    upstream_tls:
-      cert: %s
-      key: %s
-      ca: %s
-      server_name: %q
-    http:
-      repositories: [%q]
-      audit_log: %s
-`, httpHost, quoteAll(g.registryUps), health,
-		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
-		g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, httpAllowed, g.auditLog)
-	fmt.Fprintf(&b, `  - name: cache
-    sni: [%q]
-    mode: bridge
-    upstreams: [%s]
-    health:
-      check: http
-      path: /v2/
-      expect_status: [200, 401]
-%s    serve:
-      ca_cert: %s
-      ca_key: %s
-    upstream_tls:
-      cert: %s
-      key: %s
-      ca: %s
-      server_name: %q
-    http:
-      audit_log: %s
+	g.bridgeRoute(&b, "pull", httpHost, "", tail+fmt.Sprintf("      repositories: [%q]\n      audit_log: %s\n", httpAllowed, g.auditLog))
+	g.bridgeRoute(&b, "cache", cacheHost, "", tail+fmt.Sprintf(`      audit_log: %s
       cache:
         dir: %s
         max_size: 2GiB
         offline: %t
-`, cacheHost, quoteAll(g.registryUps), health,
-		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"),
-		g.edge.certFile, g.edge.keyFile, g.registryCA, registryHost, g.auditLog, g.cacheDir, g.offline)
+`, g.auditLog, g.cacheDir, g.offline))
 	return b.String()
+}
+
+// health is every route's health check timing.
+func health() string {
+	return fmt.Sprintf(`      interval: %s
+      timeout: 900ms
+      fall: %d
+      rise: %d
+`, healthInterval, healthFall, healthRise)
+}
+
+// bridgeRoute writes a bridge route to the registries (http check,
+// serve.ca_* from ca init, the edge certificate): serveExtra goes at the
+// end of serve:, tail after upstream_tls.ca.
+func (g gatewaySpec) bridgeRoute(b *strings.Builder, name, host, serveExtra, tail string) {
+	fmt.Fprintf(b, `  - name: %s
+    sni: [%q]
+    mode: bridge
+    upstreams: [%s]
+    health:
+      check: http
+      path: /v2/
+      expect_status: [200, 401]
+%s    serve:
+      ca_cert: %s
+      ca_key: %s
+%s    upstream_tls:
+      cert: %s
+      key: %s
+      ca: %s
+%s`, name, host, quoteAll(g.registryUps), health(),
+		filepath.Join(g.serveCA, "ca.crt"), filepath.Join(g.serveCA, "ca.key"), serveExtra,
+		g.edge.certFile, g.edge.keyFile, g.registryCA, tail)
+}
+
+// spliceRoute writes a splice route to up with a tcp check.
+func (g gatewaySpec) spliceRoute(b *strings.Builder, name, host, up string) {
+	fmt.Fprintf(b, "  - name: %s\n    sni: [%q]\n    mode: splice\n    upstreams: [%q]\n    health:\n      check: tcp\n%s", name, host, up, health())
 }
 
 func quoteAll(ss []string) string {
