@@ -129,16 +129,20 @@ func runDirection(t *tunnel, dir func() error, done chan<- struct{}) {
 	}
 }
 
-func (t *tunnel) verdict() (string, error) {
+func (t *tunnel) verdict() (string, error) { return tunnelVerdict(t.err, t.idle) }
+
+// tunnelVerdict is the result of a tunnel that ended with err (nil: both
+// directions reached end of stream) under idle timeout idle.
+func tunnelVerdict(err error, idle time.Duration) (string, error) {
 	switch {
-	case t.err == nil:
+	case err == nil:
 		return resultOK, nil
-	case errors.Is(t.err, errIdle):
-		return resultIdle, fmt.Errorf("idle for %v: %w", t.idle, errIdle)
-	case upstreamFault(t.err):
-		return resultUpstreamError, t.err
+	case errors.Is(err, errIdle):
+		return resultIdle, fmt.Errorf("idle for %v: %w", idle, errIdle)
+	case upstreamFault(err):
+		return resultUpstreamError, err
 	}
-	return resultClientError, t.err
+	return resultClientError, err
 }
 
 // upstreamFault reports an error attributed to the upstream side. It is a

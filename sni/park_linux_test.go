@@ -12,11 +12,13 @@ import (
 	"time"
 )
 
-// parkingWorld is a world whose spliced directions park after 20ms
-// without bytes; parked receives the parker's count after each change.
+// parkingWorld is a world whose spliced directions run in goroutines (as
+// when the event loop cannot take a connection: a configured DialContext,
+// a host-name upstream) and park after 20ms without bytes; parked
+// receives the parker's count after each change.
 func parkingWorld(t *testing.T, cfg Config, up *tcpUpstream) (w *world, parked <-chan int) {
 	t.Helper()
-	w = newWorld(t, cfg, "", spliceRoute(t, "registry", []string{"registry.example.com"}, up.addr))
+	w = newWorldWith(t, func(s *Server) { s.loopOff = true }, cfg, "", spliceRoute(t, "registry", []string{"registry.example.com"}, up.addr))
 	ch := make(chan int, 1<<16)
 	w.srv.parkAfter.Store(int64(20 * time.Millisecond))
 	w.srv.parker.mu.Lock()

@@ -163,7 +163,9 @@ func TestSpliceDialsIPsRawAndNamesThroughNet(t *testing.T) {
 		{net.JoinHostPort("localhost", port), "*net.TCPConn"},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
-			w := newWorld(t, Config{}, "", spliceRoute(t, "registry", []string{"registry.example.com"}, tc.addr))
+			// The goroutine path (the event loop dials IPs itself and
+			// hands host names to this path).
+			w := newWorldWith(t, func(s *Server) { s.loopOff = true }, Config{}, "", spliceRoute(t, "registry", []string{"registry.example.com"}, tc.addr))
 			c := w.dial(t)
 			c.Write(hello)
 			b := make([]byte, 5)

@@ -128,6 +128,13 @@ type Server struct {
 	// rawDial: splice routes connect with rawDial (Config.DialContext was
 	// not set); else through dial.
 	rawDial bool
+	// loops run the TLS listeners' connections (loop_linux.go), started
+	// with the first such listener; loopOff (tests) keeps every
+	// connection on the goroutine path.
+	loops     []*eventLoop
+	loopsOnce sync.Once
+	loopsErr  error
+	loopOff   bool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -273,6 +280,9 @@ func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, kindTLS) }
 
 // serve is the accept loop of a listener of kind kindTLS or kindConnect.
 func (s *Server) serve(ln net.Listener, kind string) error {
+	if err, ok := s.serveLoop(ln, kind); ok {
+		return err
+	}
 	if !s.trackListener(ln) {
 		ln.Close()
 		return ErrServerClosed
@@ -356,6 +366,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer s.tarpit.stop()
 	defer s.parker.stop()
 	defer s.pipes.close()
+	defer s.stopLoops()
 	select {
 	case <-done:
 		return nil
@@ -377,6 +388,7 @@ func (s *Server) Close() error {
 	s.beginClose()
 	s.closeSessions()
 	s.wg.Wait()
+	s.stopLoops()
 	s.pipes.close()
 	s.parker.stop()
 	s.tarpit.stop()
@@ -408,7 +420,7 @@ func (s *Server) closeSessions() {
 	defer s.mu.Unlock()
 	for ss := range s.sessions {
 		ss.abort(resultShutdown)
-		if ss.inTunnel.Load() {
+		if ss.inTunnel.Load() && ss.splice != nil {
 			ss.splice.dirs.wake(s.parker)
 		}
 	}

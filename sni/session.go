@@ -68,7 +68,9 @@ type session struct {
 	node     string
 	up, down atomic.Int64
 	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
-	splice   spliceTunnel
+	// splice is the goroutine-driven tunnel of a session the event loop
+	// did not take (set before inTunnel); nil for the loop's own.
+	splice *spliceTunnel
 	// viaProxy: from a ProxyProtocolFrom balancer, admitted (listen.allow,
 	// slots) once its PROXY header is read.
 	viaProxy bool
@@ -204,7 +206,13 @@ func inPrefixes(ps []netip.Prefix, a net.Addr) bool {
 // It holds one count of s.wg, which a spliced session hands to its
 // tunnel.
 func (s *Server) serveConn(ss *session) {
-	res, err := s.handle(ss)
+	s.ended(ss, s.handle)
+}
+
+// ended runs one stage function of a session and, unless the tunnel's
+// goroutines own the session from then on, ends it with its result.
+func (s *Server) ended(ss *session, stage func(*session) (string, error)) {
+	res, err := stage(ss)
 	if res == resultDetached {
 		return
 	}
@@ -222,9 +230,20 @@ func (s *Server) handle(ss *session) (string, error) {
 			return res, err
 		}
 	}
+	return s.fromHello(ss)
+}
+
+// fromHello runs a session from its ClientHello (what was read of it so
+// far is in ss.raw) to its target.
+func (s *Server) fromHello(ss *session) (string, error) {
 	if res, err := s.readHello(ss); res != "" {
 		return res, err
 	}
+	return s.routed(ss)
+}
+
+// routed runs a session whose ClientHello is read to its target.
+func (s *Server) routed(ss *session) (string, error) {
 	s.handshakeDone(ss)
 	if res, err := s.checkTunnelSNI(ss); res != "" {
 		return res, err

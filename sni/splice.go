@@ -35,7 +35,8 @@ type spliceTunnel struct {
 // from then on.
 func (s *Server) splice(ss *session) (string, error) {
 	ss.conn.SetDeadline(time.Time{})
-	st := &ss.splice
+	st := new(spliceTunnel)
+	ss.splice = st
 	st.s, st.ss = s, ss
 	up, release, err := s.connect(s.ctx, ss, st)
 	if err != nil {

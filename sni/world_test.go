@@ -95,6 +95,12 @@ type world struct {
 
 func newWorld(tb testing.TB, cfg Config, defaultRoute string, routes ...*Route) *world {
 	tb.Helper()
+	return newWorldWith(tb, nil, cfg, defaultRoute, routes...)
+}
+
+// newWorldWith is newWorld with setup run on the server before it serves.
+func newWorldWith(tb testing.TB, setup func(*Server), cfg Config, defaultRoute string, routes ...*Route) *world {
+	tb.Helper()
 	w := &world{logs: newLogSink(), reg: prometheus.NewRegistry()}
 	w.m = NewMetrics(w.reg)
 	if cfg.Logger == nil {
@@ -107,6 +113,9 @@ func newWorld(tb testing.TB, cfg Config, defaultRoute string, routes ...*Route) 
 	}
 	if w.srv, err = New(cfg, tab); err != nil {
 		tb.Fatal(err)
+	}
+	if setup != nil {
+		setup(w.srv)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
