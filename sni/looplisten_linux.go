@@ -36,15 +36,15 @@ type loopListener struct {
 // kind TLS on a server that dials upstreams itself. ok false: the caller
 // serves ln with its accept goroutine.
 func (s *Server) serveLoop(ln net.Listener, kind string) (err error, ok bool) {
-	tl, isTCP := ln.(*net.TCPListener)
-	if !isTCP || kind != kindTLS || s.loopOff || !s.rawDial {
+	wl, isOurs := ln.(*Listener)
+	if !isOurs || kind != kindTLS || s.loopOff || !s.rawDial {
 		return nil, false
 	}
 	loops, err := s.startLoops()
 	if err != nil || len(loops) == 0 {
 		return nil, false
 	}
-	rc, err := tl.SyscallConn()
+	rc, err := wl.SyscallConn()
 	if err != nil {
 		return nil, false
 	}
@@ -64,7 +64,11 @@ func (s *Server) serveLoop(ln net.Listener, kind string) (err error, ok bool) {
 	for _, l := range loops {
 		l.call(loopCmd{op: cmdAddListener, ln: lln})
 	}
-	<-lln.closed
+	select {
+	case <-lln.closed:
+	case <-wl.closed: // closed by its owner (a reload that drops it)
+		lln.Close()
+	}
 	<-lln.fdDone // the socket no longer listens once Serve returns
 	lln.mu.Lock()
 	defer lln.mu.Unlock()

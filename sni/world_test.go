@@ -117,7 +117,7 @@ func newWorldWith(tb testing.TB, setup func(*Server), cfg Config, defaultRoute s
 	if setup != nil {
 		setup(w.srv)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func (g *Gateway) listenTCP(key, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("%s %s: %w", key, addr, err)
 	}
 	g.logInherited(inherited, key, ln.Addr())
-	return ln, nil
+	return sni.WrapListener(ln), nil
 }
 
 func (g *Gateway) listenAdmin(addr string) (net.Listener, error) {
