@@ -44,8 +44,11 @@ func (r report) writeResults(w io.Writer) {
 	var goals bytes.Buffer
 	writeGoals(&goals, r.sum, r.cmp, r.cmp.goals)
 	if goals.Len() > 0 {
-		fmt.Fprintf(w, "### Issue 21's targets\n\n%s\nThe idle figure is the worst of the %d readings' medians (each count and delay a median over the rounds first); \"at\" says which reading it was.\n\n### Every metric\n\n",
-			goals.String(), r.sum.idleReadings)
+		fmt.Fprintf(w, "### Issue 21's targets\n\n%s\n", goals.String())
+		if r.sum.idleReadings > 0 {
+			fmt.Fprintf(w, "The idle figure is the worst of the %d readings' medians (each count and delay a median over the rounds first); \"at\" says which reading it was.\n\n", r.sum.idleReadings)
+		}
+		fmt.Fprint(w, "### Every metric\n\n")
 	}
 	writeTable(w, r.sum, r.cmp)
 	if row, ok := dnsRow(r.dns); ok {
