@@ -16,7 +16,10 @@
 # Scenarios (loadgen names): splice-rate, splice-tput (1 and 8 streams),
 # bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs,
 # http-bigblob (1 and 4 connections; SCENARIOS=http-* picks the three),
-# cache-pull, cache-hit (1 and 8 streams; SCENARIOS=cache-* picks both), idle-mem; then bench/dns/run.sh when it exists (DNS=0 skips it).
+# cache-pull, cache-hit (1 and 8 streams; SCENARIOS=cache-* picks both),
+# idle-mem (a fill per count of IDLE_COUNTS, each on freshly started
+# proxies, RSS read at each of IDLE_READS after the last tunnel opened);
+# then bench/dns/run.sh when it exists (DNS=0 skips it).
 # Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key

@@ -59,7 +59,8 @@ type idleRead struct {
 }
 
 // readIdle reads the RSS of tree at each delay of reads (ascending) after
-// last, the moment the last tunnel was verified.
+// last, the moment the last tunnel was verified (a failed attempt that
+// ends later does not move it).
 func readIdle(tree []int, last time.Time, reads []time.Duration) []idleRead {
 	out := make([]idleRead, 0, len(reads))
 	for _, d := range reads {
@@ -114,8 +115,7 @@ func (f idleFill) values() (map[string]float64, error) {
 func (r *runner) idleMem(n int) func(*runner, target, int) (Result, error) {
 	return func(r *runner, t target, round int) (Result, error) {
 		res := r.newResult(idleScenario(n), t, round)
-		warm, _, _ := openIdle(t.Splice, r.msgs, idleWarmup)
-		closeAll(warm)
+		closeAll(openIdle(t.Splice, r.msgs, idleWarmup).conns)
 		time.Sleep(idleSettle)
 		tree := processTree(t.PID)
 		prof := r.pprof(t)
@@ -123,25 +123,24 @@ func (r *runner) idleMem(n int) func(*runner, target, int) (Result, error) {
 		gBefore := prof.snapshot()
 		cpu := startCPU(t.PID, r.upstreamPID)
 		start := time.Now()
-		conns, failed, firstErr := openIdle(t.Splice, r.msgs, n)
-		last := time.Now()
+		opened := openIdle(t.Splice, r.msgs, n)
 		res.CPU = cpu.stop()
-		fill.reads = readIdle(tree, last, r.idleReads)
-		fill.open, fill.openTime, fill.fds = len(conns), last.Sub(start), countFDs(tree)
+		fill.reads = readIdle(tree, opened.last, r.idleReads)
+		fill.open, fill.openTime, fill.fds = len(opened.conns), opened.last.Sub(start), countFDs(tree)
 		gAfter := prof.snapshot()
 		prof.saveIdle(res)
-		closeAll(conns)
+		closeAll(opened.conns)
 		waitReleased(tree, fill.before.fds)
 		vals, err := fill.values()
 		if err != nil {
-			return res, fmt.Errorf("%w: %v", err, firstErr)
+			return res, fmt.Errorf("%w: %v", err, opened.first)
 		}
 		res.Values = vals
-		res.Values["failed"] = float64(failed)
-		if firstErr != nil {
-			res.Notes["first_error"] = firstErr.Error()
+		res.Values["failed"] = float64(opened.failed)
+		if opened.first != nil {
+			res.Notes["first_error"] = opened.first.Error()
 		}
-		gAfter.perConn(gBefore, len(conns), res.Values)
+		gAfter.perConn(gBefore, len(opened.conns), res.Values)
 		return res, nil
 	}
 }

@@ -14,16 +14,21 @@ const (
 	idleReleased = 15 * time.Second
 )
 
+// idleOpened is the outcome of openIdle.
+type idleOpened struct {
+	conns  []net.Conn // open and verified
+	failed int
+	first  error     // the first failure
+	last   time.Time // when the last tunnel was verified
+}
+
 // openIdle opens n spliced tunnels to addr, each verified end to end (the
-// upstream's one-byte answer came back), and leaves them idle. It returns
-// the open connections and the number that failed.
-func openIdle(addr string, m messages, n int) ([]net.Conn, int, error) {
+// upstream's one-byte answer came back), and leaves them idle.
+func openIdle(addr string, m messages, n int) idleOpened {
 	var (
-		mu     sync.Mutex
-		conns  = make([]net.Conn, 0, n)
-		failed int
-		first  error
-		wg     sync.WaitGroup
+		mu  sync.Mutex
+		out = idleOpened{conns: make([]net.Conn, 0, n)}
+		wg  sync.WaitGroup
 	)
 	jobs := make(chan struct{}, n)
 	for range n {
@@ -36,17 +41,18 @@ func openIdle(addr string, m messages, n int) ([]net.Conn, int, error) {
 				c, err := openOneIdle(addr, m)
 				mu.Lock()
 				if err != nil {
-					failed++
-					first = cmpOr(first, err)
+					out.failed++
+					out.first = cmpOr(out.first, err)
 				} else {
-					conns = append(conns, c)
+					out.conns = append(out.conns, c)
+					out.last = time.Now()
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return conns, failed, first
+	return out
 }
 
 func cmpOr(a, b error) error {
