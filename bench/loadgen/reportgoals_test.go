@@ -8,10 +8,15 @@ import (
 
 // idleResults are three rounds of fills of 1,000, 5,000 and 20,000
 // tunnels read at 0.2 s and 2 s: kib[target][count index][read index] is
-// the per-round values.
+// the per-round values. Targets come in the order of "snigate",
+// "snigate-base", "haproxy", "nginx" (the table's columns).
 func idleResults(kib map[string][3][2][3]float64) []Result {
 	var out []Result
-	for t, byCount := range kib {
+	for _, t := range []string{"snigate", "snigate-base", "haproxy", "nginx"} {
+		byCount, ok := kib[t]
+		if !ok {
+			continue
+		}
 		for ci, n := range []int{1000, 5000, 20000} {
 			for round := range 3 {
 				out = append(out, Result{Scenario: idleScenario(n), Target: t, Round: round + 1, Values: map[string]float64{
