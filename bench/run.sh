@@ -65,7 +65,8 @@ LAYER_MIB=${LAYER_MIB:-200}    # the cache scenarios' layer (generated, never in
 PULL_NODES=${PULL_NODES:-8}    # nodes pulling the layer at once in cache-pull
 CACHE_STREAMS=${CACHE_STREAMS:-1,8} # streams of the cache-hit scenarios
 SCENARIOS=${SCENARIOS:-all}
-TARGETS=${TARGETS:-direct,snigate,snigate-x25519,snigate-cache,haproxy,nginx,nginx-cache,sniproxy}
+default_targets=direct,snigate,snigate-x25519,snigate-cache,haproxy,nginx,nginx-cache,sniproxy
+TARGETS=${TARGETS:-$default_targets}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
 BASE_REV=${BASE_REV:-} # a commit: also run snigate built from it (target snigate-base), for before/after
@@ -209,6 +210,12 @@ need go ss
 wanted haproxy && need "$HAPROXY"
 wanted nginx && need "$NGINX" "$NGINX_STREAM"
 wanted nginx-cache && need "$NGINX"
+if [ "$TARGETS" = "$default_targets" ] && ! [ -x "$SNIPROXY" ]; then
+	# sniproxy is a reference, not one of issue 21's: the default targets
+	# go without it when it is not installed; asked for by name, it must be.
+	log "sniproxy is not installed ($SNIPROXY; Debian package sniproxy): the run goes without it"
+	TARGETS=${TARGETS/,sniproxy/}
+fi
 wanted sniproxy && need "$SNIPROXY"
 for p in $p_up_splice $p_up_bridge $p_up_stats $p_up_http $p_haproxy_http $p_nginx_http $p_snigate $p_pprof $p_snigate_base $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy $p_snigate_cache $p_admin_cache $p_nginx_cache; do
 	port_free "$p"
@@ -714,7 +721,7 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
 	echo "- load average at start $load_start, at end $load_end (the machine is shared: prefer the ratios)"
 	echo "- descriptor limit per process: $FD_LIMIT (hard limit $(ulimit -Hn)${fd_raise:+, $fd_raise}; fs.nr_open $nr_open)"
-	echo "- $(version_of "$HAPROXY" -v); $(version_of "$NGINX" -v); $(version_of "$SNIPROXY" -V); $(go version); snigate $snigate_rev (at build time)"
+	echo "- $(version_of "$HAPROXY" -v); $(version_of "$NGINX" -v); $(wanted sniproxy && version_of "$SNIPROXY" -V || echo 'sniproxy not in this run'); $(go version); snigate $snigate_rev (at build time)"
 	echo
 	echo "## Settings"
 	echo
