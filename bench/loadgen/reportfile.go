@@ -46,7 +46,8 @@ func (r report) writeResults(w io.Writer) {
 	if goals.Len() > 0 {
 		fmt.Fprintf(w, "### Issue 21's targets\n\n%s\n", goals.String())
 		if r.sum.idleReadings > 0 {
-			fmt.Fprintf(w, "The idle figure is the worst of the %d readings' medians (each count and delay a median over the rounds first); \"at\" says which reading it was.\n\n", r.sum.idleReadings)
+			fmt.Fprintf(w, "The idle figure is the worst of the %d readings' medians (fills of %s tunnels; each count and delay a median over the rounds first); \"at\" says which reading it was.\n\n",
+				r.sum.idleReadings, strings.Join(r.sum.idleCounts(), ", "))
 		}
 		fmt.Fprint(w, "### Every metric\n\n")
 	}

@@ -177,6 +177,11 @@ func TestGoalsTable(t *testing.T) {
 			t.Errorf("line missing: %s\ngot:\n%s", want, got)
 		}
 	}
+	var page strings.Builder
+	report{sum: s, cmp: comparison{subjects: c.subjects, base: c.base, refs: c.refs, goals: []string{"snigate", "snigate-base"}}}.writeResults(&page)
+	if want := "worst of the 6 readings' medians (fills of 1,000, 5,000, 20,000 tunnels;"; !strings.Contains(page.String(), want) {
+		t.Errorf("the results section does not say which fills the idle figure is the worst of (%s):\n%s", want, page.String())
+	}
 	if strings.Contains(got, "resumed") {
 		t.Errorf("the table has a row for bridge-resumed, which this run did not measure:\n%s", got)
 	}

@@ -97,6 +97,17 @@ func (s *summary) addIdleWorst() {
 	s.scenarios = slices.Insert(s.scenarios, after, idleWorst)
 }
 
+// idleCounts are the fills' tunnel counts, in run order: "1,000".
+func (s *summary) idleCounts() []string {
+	var out []string
+	for _, sc := range s.scenarios {
+		if n, ok := idleCount(sc); ok {
+			out = append(out, thousands(n))
+		}
+	}
+	return out
+}
+
 // thousands writes n with a comma every three digits: 20,000.
 func thousands(n int) string {
 	s := strconv.Itoa(n)
