@@ -7,14 +7,14 @@
 # tunnel.
 #
 #   bench/profile.sh                 # ~2 minutes
-#   IDLE_CONNS=2000 bench/profile.sh
+#   IDLE_COUNTS=2000 bench/profile.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 before=$(ls -d bench/out/profile-* 2>/dev/null | tail -1 || true)
 PROFILE=1 DNS=0 ROUNDS=${ROUNDS:-1} TARGETS=${TARGETS:-snigate,haproxy} \
 	SCENARIOS=${SCENARIOS:-splice-rate,bridge-full,bridge-resumed,idle-mem} \
-	IDLE_CONNS=${IDLE_CONNS:-5000} bench/run.sh
+	IDLE_COUNTS=${IDLE_COUNTS:-${IDLE_CONNS:-5000}} bench/run.sh
 dir=$(ls -d bench/out/profile-* | tail -1)
 [ "$dir" != "$before" ] || { echo "profile.sh: no new profile directory" >&2; exit 1; }
 

@@ -16,7 +16,10 @@
 # Scenarios (loadgen names): splice-rate, splice-tput (1 and 8 streams),
 # bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs,
 # http-bigblob (1 and 4 connections; SCENARIOS=http-* picks the three),
-# cache-pull, cache-hit (1 and 8 streams; SCENARIOS=cache-* picks both), idle-mem; then bench/dns/run.sh when it exists (DNS=0 skips it).
+# cache-pull, cache-hit (1 and 8 streams; SCENARIOS=cache-* picks both),
+# idle-mem (a fill per count of IDLE_COUNTS, each on freshly started
+# proxies, RSS read at each of IDLE_READS after the last tunnel opened);
+# then bench/dns/run.sh when it exists (DNS=0 skips it).
 # Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
@@ -48,7 +51,13 @@ HS_TIME=${HS_TIME:-4s}         # one bridge handshake measurement
 TPUT_TIME=${TPUT_TIME:-3s}     # one throughput measurement
 CONC=${CONC:-32}               # concurrent connections (rate and handshakes)
 STREAMS=${STREAMS:-1,8}        # throughput stream counts
-IDLE_CONNS=${IDLE_CONNS:-9000} # idle tunnels (bounded by the fd hard limit, see below)
+# Idle memory (issue 21): one fill per count, each on freshly started
+# proxies, the proxy's RSS read at each of IDLE_READS after the last
+# tunnel of the fill opened. Counts above what the descriptor limit fits
+# are measured at the largest that fits (see below). IDLE_CONNS, the
+# single count of earlier runs, still works.
+IDLE_COUNTS=${IDLE_COUNTS:-${IDLE_CONNS:-1000,5000,20000}}
+IDLE_READS=${IDLE_READS:-0.2s,2s}
 HTTP_TIME=${HTTP_TIME:-4s}     # one http-manifest or http-blobs measurement
 HTTP_STREAMS=${HTTP_STREAMS:-1,4} # connections of the http-bigblob scenarios
 BIG_BLOB_MIB=${BIG_BLOB_MIB:-1024} # the registry's large blob (generated, never in memory)
@@ -56,7 +65,8 @@ LAYER_MIB=${LAYER_MIB:-200}    # the cache scenarios' layer (generated, never in
 PULL_NODES=${PULL_NODES:-8}    # nodes pulling the layer at once in cache-pull
 CACHE_STREAMS=${CACHE_STREAMS:-1,8} # streams of the cache-hit scenarios
 SCENARIOS=${SCENARIOS:-all}
-TARGETS=${TARGETS:-direct,snigate,snigate-x25519,snigate-cache,haproxy,nginx,nginx-cache,sniproxy}
+default_targets=direct,snigate,snigate-x25519,snigate-cache,haproxy,nginx,nginx-cache,sniproxy
+TARGETS=${TARGETS:-$default_targets}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
 BASE_REV=${BASE_REV:-} # a commit: also run snigate built from it (target snigate-base), for before/after
@@ -67,10 +77,56 @@ NGINX=${NGINX:-/usr/sbin/nginx}
 NGINX_STREAM=${NGINX_STREAM:-/usr/lib/nginx/modules/ngx_stream_module.so}
 SNIPROXY=${SNIPROXY:-/usr/sbin/sniproxy}
 
-# Each proxy holds two sockets per tunnel: 10,000 idle tunnels need 20,000+
-# descriptors in one process. Raise the limit as far as the hard limit allows.
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+# Each proxy holds two sockets per idle tunnel: 20,000 tunnels need 40,000
+# descriptors in one process (the load generator and the upstream each
+# hold one per tunnel). Raise the hard limit to that when this shell may
+# (root with CAP_SYS_RESOURCE; at most fs.nr_open), then the soft limit
+# to 65,536 or what the fills need, within the hard limit. (Not beyond:
+# nginx preallocates worker_connections, sized from it.)
+for n in ${IDLE_COUNTS//,/ }; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: IDLE_COUNTS: want comma-separated tunnel counts such as 1000,5000,20000, got '$IDLE_COUNTS'" >&2; exit 1; }
+done
+idle_most=$(tr ',' '\n' <<<"$IDLE_COUNTS" | sort -n | tail -1)
+fd_want=$((2 * idle_most + 2000))
+fd_hard=$(ulimit -Hn)
+nr_open=$(cat /proc/sys/fs/nr_open 2>/dev/null || echo "$fd_want")
+fd_raise=
+if [ "$fd_hard" != unlimited ] && [ "$fd_hard" -lt "$fd_want" ]; then
+	fd_new=$((fd_want < nr_open ? fd_want : nr_open))
+	if prlimit --pid $$ --nofile="$fd_new:$fd_new" 2>/dev/null || ulimit -Hn "$fd_new" 2>/dev/null; then
+		fd_raise="raised from $fd_hard"
+	else
+		fd_raise="could not be raised from $fd_hard to $fd_new: it takes CAP_SYS_RESOURCE, which this shell lacks"
+	fi
+	fd_hard=$(ulimit -Hn)
+fi
+fd_soft=$((fd_want > 65536 ? fd_want : 65536))
+[ "$fd_hard" = unlimited ] || [ "$fd_hard" -ge "$fd_soft" ] || fd_soft=$fd_hard
+ulimit -n "$fd_soft"
 FD_LIMIT=$(ulimit -n)
+
+# HAProxy refuses to start when maxconn's sockets plus its splice pipes
+# (maxpipes, default maxconn/4 pairs) exceed the descriptor limit: cap the
+# pipes (only busy tunnels hold one) and size maxconn from what is left.
+haproxy_maxpipes=256
+haproxy_maxconn=$(((FD_LIMIT - 200 - 2 * haproxy_maxpipes) / 2))
+
+# The largest idle fill that fits every proxy: HAProxy's maxconn less 100
+# (the others hold 2 sockets per tunnel within the same limit), in
+# hundreds. A larger count is measured at this one, and the report's
+# header says so.
+idle_fit=$(((haproxy_maxconn - 100) / 100 * 100))
+idle_counts= idle_capped=
+for n in ${IDLE_COUNTS//,/ }; do
+	m=$n
+	if [ "$n" -gt "$idle_fit" ]; then
+		m=$idle_fit
+		idle_capped+="${idle_capped:+, }$n measured at $m"
+	fi
+	[[ ",$idle_counts," == *",$m,"* ]] || idle_counts+="${idle_counts:+,}$m"
+done
+idle_max=$(tr ',' '\n' <<<"$idle_counts" | sort -n | tail -1)
+snigate_max_conns=$((idle_max + 1000 > 10000 ? idle_max + 1000 : 10000))
 
 stamp=$(date -u +%Y%m%d-%H%M%S)
 out_dir=bench/out
@@ -154,6 +210,12 @@ need go ss
 wanted haproxy && need "$HAPROXY"
 wanted nginx && need "$NGINX" "$NGINX_STREAM"
 wanted nginx-cache && need "$NGINX"
+if [ "$TARGETS" = "$default_targets" ] && ! [ -x "$SNIPROXY" ]; then
+	# sniproxy is a reference, not one of issue 21's: the default targets
+	# go without it when it is not installed; asked for by name, it must be.
+	log "sniproxy is not installed ($SNIPROXY; Debian package sniproxy): the run goes without it"
+	TARGETS=${TARGETS/,sniproxy/}
+fi
 wanted sniproxy && need "$SNIPROXY"
 for p in $p_up_splice $p_up_bridge $p_up_stats $p_up_http $p_haproxy_http $p_nginx_http $p_snigate $p_pprof $p_snigate_base $p_snigate_x $p_pprof_x $p_haproxy $p_haproxy_bridge $p_nginx $p_nginx_bridge $p_sniproxy $p_snigate_cache $p_admin_cache $p_nginx_cache; do
 	port_free "$p"
@@ -197,8 +259,8 @@ timeouts:
   connect: 5s
   idle: 1h
   drain: 1s
-max_connections: 10000
-max_connections_per_client: 0   # every bench client is 127.0.0.1 (idle rounds hold 9000)
+max_connections: $snigate_max_conns
+max_connections_per_client: 0   # no limit: every bench client is 127.0.0.1 (an idle fill holds $idle_max)
 routes:
   - name: splice
     sni: ["bench.example.test"]
@@ -269,12 +331,8 @@ fi
 # HAProxy: 2 threads, splice both ways (splice-request and splice-response:
 # with splice-auto alone HAProxy 2.6 never spliced the download stream of
 # scenario 2, strace showed recvfrom/sendto only, 8.7 against 12 Gbit/s),
-# no log section (nothing logged). HAProxy refuses to start when maxconn's sockets
-# plus its splice pipes (maxpipes, default maxconn/4 pairs) exceed the
-# descriptor limit: cap the pipes (only busy tunnels hold one) and size
-# maxconn from what is left.
-haproxy_maxpipes=256
-haproxy_maxconn=$(((FD_LIMIT - 200 - 2 * haproxy_maxpipes) / 2))
+# no log section (nothing logged); maxconn and maxpipes as sized from the
+# descriptor limit at the top.
 cat >"$work/haproxy.cfg" <<EOF
 global
     nbthread 2
@@ -591,7 +649,7 @@ loadgen_run() { # loadgen_run SCENARIOS ROUNDS FIRST_ROUND
 		-scenarios "$1" -rounds "$2" -first-round "$3" -conc "$CONC" \
 		-rate-time "$RATE_TIME" -lat-rate "$LAT_RATE" -hs-time "$HS_TIME" -tput-time "$TPUT_TIME" \
 		-streams "$STREAMS" -http-time "$HTTP_TIME" -http-streams "$HTTP_STREAMS" \
-		-idle-conns "$IDLE_CONNS" -layer-mib "$LAYER_MIB" -pull-nodes "$PULL_NODES" -cache-streams "$CACHE_STREAMS" "${flags[@]}"
+		-idle-counts "${IDLE_RUN:-$idle_counts}" -idle-reads "$IDLE_READS" -layer-mib "$LAYER_MIB" -pull-nodes "$PULL_NODES" -cache-streams "$CACHE_STREAMS" "${flags[@]}"
 }
 
 # Everything but idle-mem, or the scenarios asked for.
@@ -601,7 +659,7 @@ main_scenarios() {
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
 			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob cache-pull cache-hit)
-		elif [ "$s" != idle-mem ]; then
+		elif [[ $s != idle-mem* ]]; then
 			out+=("$s")
 		fi
 	done
@@ -609,7 +667,7 @@ main_scenarios() {
 	echo "${out[*]}"
 }
 
-wants_idle() { [[ ",$SCENARIOS," == *",idle-mem,"* || ",$SCENARIOS," == *",all,"* ]]; }
+wants_idle() { [[ ",$SCENARIOS," == *",idle-mem"* || ",$SCENARIOS," == *",all,"* ]]; }
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 start_upstream
@@ -623,16 +681,25 @@ if [ -n "$main" ]; then
 	stop_proxies
 fi
 
-# Scenario 5: each round on freshly started proxies, so that memory freed
-# by earlier connections (allocator caches, Go's heap) does not hide the
-# cost of new ones.
+# Scenario 5: every fill (each count, each round) on freshly started
+# proxies, so that memory freed by earlier connections (allocator caches,
+# Go's heap) does not hide the cost of new ones, and every reading is of
+# a fill that has just ended. Rounds interleave as elsewhere: round 1 of
+# every count, then round 2.
+idle_wall=
 if wants_idle; then
+	[ -n "$idle_capped" ] && log "idle-mem: $idle_capped (descriptor limit $FD_LIMIT per process, 2 sockets per tunnel in a proxy)"
+	idle_start=$(date +%s)
 	for r in $(seq "$ROUNDS"); do
-		start_proxies idle
-		log "idle-mem round $r: $IDLE_CONNS idle tunnels per proxy (fd limit $FD_LIMIT)"
-		loadgen_run idle-mem 1 "$r"
-		stop_proxies
+		for n in ${idle_counts//,/ }; do
+			start_proxies idle
+			log "idle-mem round $r: $n idle tunnels per proxy, RSS read $IDLE_READS after the last opened (fd limit $FD_LIMIT)"
+			IDLE_RUN=$n loadgen_run idle-mem 1 "$r"
+			stop_proxies
+		done
 	done
+	idle_wall=$(($(date +%s) - idle_start))
+	log "idle-mem: ${idle_wall}s for $ROUNDS round(s) of fills of $idle_counts"
 fi
 
 # Scenario 6: DNS, owned by bench/dns/run.sh.
@@ -653,13 +720,15 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo
 	echo "- $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
 	echo "- load average at start $load_start, at end $load_end (the machine is shared: prefer the ratios)"
-	echo "- descriptor limit per process: $FD_LIMIT (hard limit $(ulimit -Hn))"
-	echo "- $(version_of "$HAPROXY" -v); $(version_of "$NGINX" -v); $(version_of "$SNIPROXY" -V); $(go version); snigate $snigate_rev (at build time)"
+	echo "- descriptor limit per process: $FD_LIMIT (hard limit $(ulimit -Hn)${fd_raise:+, $fd_raise}; fs.nr_open $nr_open)"
+	echo "- $(version_of "$HAPROXY" -v); $(version_of "$NGINX" -v); $(wanted sniproxy && version_of "$SNIPROXY" -V || echo 'sniproxy not in this run'); $(go version); snigate $snigate_rev (at build time)"
 	echo
 	echo "## Settings"
 	echo
 	echo "- a measurement during which other work on the machine used more than half a core is taken again (at most twice, 90s in all per loadgen run); the attempt with the least other work is kept"
-	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME (closed loop) and splice latency at $LAT_RATE conn/s for $RATE_TIME (open loop, latency from each connection's due time), handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS; idle tunnels $IDLE_CONNS per proxy, each idle-mem round on freshly started proxies"
+	echo "- rounds $ROUNDS, interleaved A B C D ...; concurrency $CONC; splice rate $RATE_TIME (closed loop) and splice latency at $LAT_RATE conn/s for $RATE_TIME (open loop, latency from each connection's due time), handshakes $HS_TIME, throughput $TPUT_TIME per measurement; throughput streams $STREAMS"
+	wants_idle && echo "- idle memory: fills of $idle_counts tunnels per proxy (64 openers, each tunnel verified end to end by the upstream's byte), every fill on freshly started proxies after 200 warm-up tunnels, RSS read $IDLE_READS after the last tunnel opened$([ -n "$idle_wall" ] && echo "; the scenario took ${idle_wall}s")"
+	wants_idle && [ -n "$idle_capped" ] && echo "- idle counts requested $IDLE_COUNTS: $idle_capped, the largest fill that fits the descriptor limit of $FD_LIMIT per process (a proxy holds 2 sockets per tunnel; HAProxy's maxconn $haproxy_maxconn)"
 	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)'); built with cmd/snigate/default.pgo when present (go build's -pgo=auto)"
 	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge and http routes add serve.key_exchanges and upstream_tls.key_exchanges [x25519] (X25519 on both legs, as OpenSSL 3.0 gives HAProxy and nginx, although the clients offer the hybrid first); bridge and http scenarios only"
 	echo "- HAProxy: nbthread 2, option splice-request + splice-response (maxpipes 256; splice-auto alone did not splice the download stream), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"

@@ -179,7 +179,7 @@ func TestCacheVerdicts(t *testing.T) {
 	})
 	c := comparison{subjects: []string{"snigate", "snigate-cache"}, base: "haproxy", refs: []string{"haproxy", "nginx"}, cacheBase: "snigate"}
 	rows := map[string]row{}
-	for _, rw := range rowsFor(s.scenarios) {
+	for _, rw := range s.rows() {
 		rows[rw.scenario+"/"+rw.key] = rw
 	}
 	tests := []struct {

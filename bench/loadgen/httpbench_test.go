@@ -287,7 +287,7 @@ func TestHTTPVerdicts(t *testing.T) {
 	})
 	c := comparison{subjects: []string{"snigate", "snigate-x25519"}, base: "haproxy", refs: []string{"haproxy", "nginx"}}
 	rows := map[string]row{}
-	for _, rw := range rowsFor(s.scenarios) {
+	for _, rw := range s.rows() {
 		rows[rw.scenario+"/"+rw.key] = rw
 	}
 	tests := []struct {

@@ -144,10 +144,10 @@ func TestUpstreamCommands(t *testing.T) {
 			return download(func() (net.Conn, error) { return dialBridgeDownload(direct.Bridge, clientTLS(direct, p, nil, nil)) })
 		}},
 		{"idle", func() error {
-			conns, failed, err := openIdle(direct.Splice, m, 3)
-			closeAll(conns)
-			if failed > 0 {
-				return err
+			opened := openIdle(direct.Splice, m, 3)
+			closeAll(opened.conns)
+			if opened.failed > 0 {
+				return opened.first
 			}
 			return nil
 		}},

@@ -126,7 +126,7 @@ func cmdRun(args []string) error {
 	groups := fs.String("client-groups", "default", "key exchanges the TLS client offers: default (this Go's: X25519MLKEM768, X25519, ...) or x25519")
 	fs.StringVar(&r.out, "out", "results.jsonl", "JSON-lines file the results are appended to")
 	fs.StringVar(&r.pprofDir, "pprof-dir", "", "save profiles of targets with pprof= here")
-	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-latency, splice-tput, bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs, http-bigblob, http-* (all three), cache-pull, cache-hit, cache-* (both), idle-mem, all")
+	scen := fs.String("scenarios", "all", "comma-separated: splice-rate, splice-latency, splice-tput, bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs, http-bigblob, http-* (all three), cache-pull, cache-hit, cache-* (both), idle-mem (every idle-mem-N of -idle-counts), all")
 	fs.IntVar(&r.rounds, "rounds", 3, "rounds (each target once per round)")
 	fs.IntVar(&r.firstRound, "first-round", 1, "number of the first round (for runs split across restarts)")
 	fs.IntVar(&r.conc, "conc", 32, "concurrent connections in the rate and handshake scenarios")
@@ -137,7 +137,8 @@ func cmdRun(args []string) error {
 	streams := fs.String("streams", "1,8", "stream counts of the throughput scenarios")
 	fs.DurationVar(&r.httpTime, "http-time", 4*time.Second, "duration of one http-manifest or http-blobs measurement")
 	httpStreams := fs.String("http-streams", "1,4", "connection counts of the http-bigblob scenarios")
-	fs.IntVar(&r.idleConns, "idle-conns", 9000, "idle tunnels opened in the idle-mem scenario")
+	idleCounts := fs.String("idle-counts", "1000,5000,20000", "idle tunnels of the idle-memory scenarios (idle-mem-N, one per count; idle-mem picks them all)")
+	idleReads := fs.String("idle-reads", "0.2s,2s", "when the proxy's RSS is read in idle-mem-N, after the last tunnel opened")
 	layerMiB := fs.Int64("layer-mib", 200, "size of the cache scenarios' layer in MiB (as `loadgen upstream -layer-mib`)")
 	fs.IntVar(&r.pullNodes, "pull-nodes", 8, "nodes pulling the layer at once in cache-pull")
 	fs.DurationVar(&r.pullTimeout, "pull-timeout", 5*time.Minute, "time one node's pull of the layer may take")
@@ -159,6 +160,12 @@ func cmdRun(args []string) error {
 	}
 	if r.cacheStreams, err = parseInts(*cacheStreams); err != nil {
 		return fmt.Errorf("-cache-streams: %w", err)
+	}
+	if r.idleCounts, err = parseInts(*idleCounts); err != nil {
+		return fmt.Errorf("-idle-counts: %w", err)
+	}
+	if r.idleReads, err = parseDurations(*idleReads); err != nil {
+		return fmt.Errorf("-idle-reads: %w", err)
 	}
 	if r.pullNodes <= 0 {
 		return fmt.Errorf("-pull-nodes: want a positive count, got %d", r.pullNodes)
@@ -198,6 +205,7 @@ func cmdReport(args []string) error {
 	base := fs.String("base", "haproxy", "the target every ratio column is relative to")
 	refs := fs.String("refs", "haproxy,nginx", "targets whose best value is the subject's target")
 	cacheBase := fs.String("cache-base", "snigate", "the target the cache scenarios' rows are judged against (the bridge without a cache)")
+	goals := fs.String("goal-subjects", "snigate,snigate-base", "targets of issue 21's target table, after then before (those present get columns)")
 	threads := fs.String("threads", "snigate=2,snigate-x25519=2,haproxy=2,nginx=2,sniproxy=1", "worker threads per target (to tell a saturated proxy)")
 	fs.Parse(args)
 	results, err := readResults(strings.Split(*in, ","))
@@ -209,8 +217,9 @@ func cmdReport(args []string) error {
 		return err
 	}
 	rep := report{
-		sum:     summarize(results),
-		cmp:     comparison{subjects: strings.Split(*subjects, ","), base: *base, refs: strings.Split(*refs, ","), cacheBase: *cacheBase},
+		sum: summarize(results),
+		cmp: comparison{subjects: strings.Split(*subjects, ","), base: *base, refs: strings.Split(*refs, ","), cacheBase: *cacheBase,
+			goals: strings.Split(*goals, ",")},
 		threads: th,
 		cores:   runtime.NumCPU(),
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -11,20 +10,25 @@ import (
 const (
 	idleOpeners  = 64              // concurrent connection openers
 	idleWarmup   = 200             // connections opened and closed before the baseline
-	idleSettle   = 2 * time.Second // wait before reading RSS (lazy frees, late accepts)
+	idleSettle   = 2 * time.Second // wait after the warm-up before the baseline (lazy frees, late accepts)
 	idleReleased = 15 * time.Second
 )
 
+// idleOpened is the outcome of openIdle.
+type idleOpened struct {
+	conns  []net.Conn // open and verified
+	failed int
+	first  error     // the first failure
+	last   time.Time // when the last tunnel was verified
+}
+
 // openIdle opens n spliced tunnels to addr, each verified end to end (the
-// upstream's one-byte answer came back), and leaves them idle. It returns
-// the open connections and the number that failed.
-func openIdle(addr string, m messages, n int) ([]net.Conn, int, error) {
+// upstream's one-byte answer came back), and leaves them idle.
+func openIdle(addr string, m messages, n int) idleOpened {
 	var (
-		mu     sync.Mutex
-		conns  = make([]net.Conn, 0, n)
-		failed int
-		first  error
-		wg     sync.WaitGroup
+		mu  sync.Mutex
+		out = idleOpened{conns: make([]net.Conn, 0, n)}
+		wg  sync.WaitGroup
 	)
 	jobs := make(chan struct{}, n)
 	for range n {
@@ -37,17 +41,18 @@ func openIdle(addr string, m messages, n int) ([]net.Conn, int, error) {
 				c, err := openOneIdle(addr, m)
 				mu.Lock()
 				if err != nil {
-					failed++
-					first = cmpOr(first, err)
+					out.failed++
+					out.first = cmpOr(out.first, err)
 				} else {
-					conns = append(conns, c)
+					out.conns = append(out.conns, c)
+					out.last = time.Now()
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return conns, failed, first
+	return out
 }
 
 func cmpOr(a, b error) error {
@@ -88,34 +93,19 @@ type memSample struct {
 	fds    fdCount
 }
 
-func sampleMem(pid int) memSample {
-	tree := processTree(pid)
+// sampleMem reads the footprint of the proxy's processes (tree: its
+// processTree, taken once so that a reading is quick).
+func sampleMem(tree []int) memSample {
 	return memSample{rssKiB: rssKiB(tree), fds: countFDs(tree)}
 }
 
 // waitReleased waits until the proxy's descriptors are back near base.
-func waitReleased(pid int, base fdCount) {
+func waitReleased(tree []int, base fdCount) {
 	deadline := time.Now().Add(idleReleased)
 	for time.Now().Before(deadline) {
-		if sampleMem(pid).fds.Total <= base.Total+16 {
+		if countFDs(tree).Total <= base.Total+16 {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// idleValues turns two samples around n open tunnels into per-tunnel figures.
-func idleValues(before, after memSample, n int) (map[string]float64, error) {
-	if n == 0 {
-		return nil, fmt.Errorf("no tunnel could be opened")
-	}
-	per := func(a, b int64) float64 { return float64(b-a) / float64(n) }
-	return map[string]float64{
-		"kib_conn":     per(before.rssKiB, after.rssKiB),
-		"fds_conn":     per(int64(before.fds.Total), int64(after.fds.Total)),
-		"sockets_conn": per(int64(before.fds.Sockets), int64(after.fds.Sockets)),
-		"pipes_conn":   per(int64(before.fds.Pipes), int64(after.fds.Pipes)),
-		"open":         float64(n),
-		"rss_mib":      float64(after.rssKiB) / 1024,
-	}, nil
 }

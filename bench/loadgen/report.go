@@ -23,6 +23,9 @@ type row struct {
 	// reference to factor times it (issue 15: small blobs at 1.3×).
 	factor float64
 	info   bool // informative: no verdict
+	// vsBase judges the row against the base target (HAProxy) instead of
+	// the best reference (issue 21: idle memory at most HAProxy's).
+	vsBase bool
 }
 
 // rowsFor returns the table rows for the scenarios present, in order.
@@ -32,37 +35,38 @@ func rowsFor(scenarios []string) []row {
 		switch {
 		case sc == "splice-rate":
 			rows = append(rows,
-				row{sc, "conn_s", "1 splice conn/s", true, "%.0f", 0, 0, false},
-				row{sc, "per_core", "1 splice conn per proxy core-second", true, "%.0f", 0, 0, false},
-				row{sc, "p50_ms", "1 splice p50 ms", false, "%.2f", 0, 0, false},
-				row{sc, "p99_ms", "1 splice p99 ms", false, "%.2f", 0, 0, false})
+				row{scenario: sc, key: "conn_s", label: "1 splice conn/s", higher: true, format: "%.0f"},
+				row{scenario: sc, key: "cpu_us_conn", label: "1 splice µs proxy CPU / connection", format: "%.1f"},
+				row{scenario: sc, key: "per_core", label: "1 splice conn per proxy core-second", higher: true, format: "%.0f"},
+				row{scenario: sc, key: "p50_ms", label: "1 splice p50 ms", format: "%.2f"},
+				row{scenario: sc, key: "p99_ms", label: "1 splice p99 ms", format: "%.2f"})
 		case sc == "splice-latency":
 			rows = append(rows,
-				row{sc, "p50_ms", "1 splice p50 ms, open loop at a fixed rate", false, "%.2f", 0, 0, false},
-				row{sc, "p99_ms", "1 splice p99 ms, open loop at a fixed rate", false, "%.2f", 0, 0, false},
-				row{sc, "p999_ms", "1 splice p99.9 ms, open loop at a fixed rate", false, "%.2f", 0, 0, false})
+				row{scenario: sc, key: "p50_ms", label: "1 splice p50 ms, open loop at a fixed rate", format: "%.2f"},
+				row{scenario: sc, key: "p99_ms", label: "1 splice p99 ms, open loop at a fixed rate", format: "%.2f"},
+				row{scenario: sc, key: "p999_ms", label: "1 splice p99.9 ms, open loop at a fixed rate", format: "%.2f"})
 		case strings.HasPrefix(sc, "splice-tput-"):
-			rows = append(rows, row{sc, "gbit_s", "2 splice Gbit/s, " + streamsLabel(sc), true, "%.2f", 0, 0, false},
-				row{sc, "per_core", "2 splice Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0, 0, false})
+			rows = append(rows, row{scenario: sc, key: "gbit_s", label: "2 splice Gbit/s, " + streamsLabel(sc), higher: true, format: "%.2f"},
+				row{scenario: sc, key: "per_core", label: "2 splice Gbit per proxy core-second, " + streamsLabel(sc), higher: true, format: "%.2f"})
 		case sc == "bridge-full" || sc == "bridge-resumed":
 			kind := strings.TrimPrefix(sc, "bridge-")
 			rows = append(rows,
-				row{sc, "hs_s", "3 bridge " + kind + " hs/s", true, "%.0f", 0, 0, false},
-				row{sc, "per_core", "3 bridge " + kind + " hs per proxy core-second", true, "%.0f", 0, 0, false},
-				row{sc, "p50_ms", "3 bridge " + kind + " p50 ms", false, "%.2f", 0, 0, false},
-				row{sc, "p99_ms", "3 bridge " + kind + " p99 ms", false, "%.2f", 0, 0, false})
+				row{scenario: sc, key: "hs_s", label: "3 bridge " + kind + " hs/s", higher: true, format: "%.0f"},
+				row{scenario: sc, key: "per_core", label: "3 bridge " + kind + " hs per proxy core-second", higher: true, format: "%.0f"},
+				row{scenario: sc, key: "p50_ms", label: "3 bridge " + kind + " p50 ms", format: "%.2f"},
+				row{scenario: sc, key: "p99_ms", label: "3 bridge " + kind + " p99 ms", format: "%.2f"})
 		case strings.HasPrefix(sc, "bridge-tput-"):
-			rows = append(rows, row{sc, "gbit_s", "4 bridge Gbit/s, " + streamsLabel(sc), true, "%.2f", 0, 0, false},
-				row{sc, "per_core", "4 bridge Gbit per proxy core-second, " + streamsLabel(sc), true, "%.2f", 0, 0, false})
+			rows = append(rows, row{scenario: sc, key: "gbit_s", label: "4 bridge Gbit/s, " + streamsLabel(sc), higher: true, format: "%.2f"},
+				row{scenario: sc, key: "per_core", label: "4 bridge Gbit per proxy core-second, " + streamsLabel(sc), higher: true, format: "%.2f"})
 		case strings.HasPrefix(sc, "http-"):
 			rows = append(rows, httpRows(sc)...)
 		case strings.HasPrefix(sc, "cache-"):
 			rows = append(rows, cacheRows(sc)...)
-		case sc == "idle-mem":
+		case sc == "idle-mem": // one fill read once (results before issue 21)
 			rows = append(rows,
-				row{sc, "kib_conn", "5 KiB RSS / idle tunnel", false, "%.1f", 8, 0, false},
-				row{sc, "fds_conn", "5 fds / idle tunnel", false, "%.1f", 2, 0, false},
-				row{sc, "pipes_conn", "5 pipe fds / idle tunnel", false, "%.2f", 0, 0, false})
+				row{scenario: sc, key: "kib_conn", label: "5 KiB RSS / idle tunnel", format: "%.1f", limit: 8},
+				row{scenario: sc, key: "fds_conn", label: "5 fds / idle tunnel", format: "%.1f", limit: 2},
+				row{scenario: sc, key: "pipes_conn", label: "5 pipe fds / idle tunnel", format: "%.2f"})
 		}
 	}
 	return rows
@@ -76,6 +80,24 @@ func streamsLabel(sc string) string {
 	return n + " streams"
 }
 
+// rows returns the table rows of the scenarios present, in order; the
+// idle fills get a row per reading that has results.
+func (s *summary) rows() []row {
+	reads := s.idleReads()
+	var rows []row
+	for _, sc := range s.scenarios {
+		switch n, ok := idleCount(sc); {
+		case ok:
+			rows = append(rows, idleRows(sc, n, reads[sc])...)
+		case sc == idleWorst:
+			rows = append(rows, idleWorstRow(s.idleReadings))
+		default:
+			rows = append(rows, rowsFor([]string{sc})...)
+		}
+	}
+	return rows
+}
+
 // summary holds the medians over rounds of every (scenario, target, key).
 type summary struct {
 	scenarios, targets []string
@@ -83,11 +105,16 @@ type summary struct {
 	cpu                map[[2]string]CPUShare
 	notes              map[[2]string]map[string]string
 	rounds             map[string]int
+	// where says which reading a derived value comes from (the worst
+	// idle reading: "5,000 open, 0.2s"); idleReadings is how many
+	// idle readings (counts × delays) the run has.
+	where        map[[2]string]string
+	idleReadings int
 }
 
 func summarize(results []Result) *summary {
 	s := &summary{med: map[[3]string]float64{}, cpu: map[[2]string]CPUShare{},
-		notes: map[[2]string]map[string]string{}, rounds: map[string]int{}}
+		notes: map[[2]string]map[string]string{}, rounds: map[string]int{}, where: map[[2]string]string{}}
 	vals := map[[3]string][]float64{}
 	cpus := map[[2]string][]CPUShare{}
 	for _, r := range results {
@@ -114,6 +141,7 @@ func summarize(results []Result) *summary {
 	for k, v := range cpus {
 		s.cpu[k] = medianCPU(v)
 	}
+	s.addIdleWorst()
 	return s
 }
 
@@ -129,6 +157,11 @@ func withPerCore(r Result) map[string]float64 {
 		if v, ok := r.Values[k]; ok && r.CPU.Proxy > 1 {
 			out["per_core"] = v / (r.CPU.Proxy / 100)
 		}
+	}
+	if v, ok := r.Values["conn_s"]; ok && v > 0 && r.CPU.Proxy > 1 && r.Scenario == "splice-rate" {
+		// Results from before cpu_us_conn was measured: the same figure
+		// from the rate (within the few ms the two windows differ).
+		out["cpu_us_conn"] = cmp.Or(r.Values["cpu_us_conn"], r.CPU.Proxy/100/v*1e6)
 	}
 	return out
 }
@@ -181,6 +214,9 @@ type comparison struct {
 	// cacheBase is the target the cache scenarios' rows are judged
 	// against instead (snigate: the bridge without a cache); "" none.
 	cacheBase string
+	// goals are the subjects of issue 21's target table, in its column
+	// order (snigate, snigate-base: after and before); nil: no table.
+	goals []string
 }
 
 // present returns the subjects that have results in s, in order.
@@ -258,7 +294,7 @@ func writeTable(w io.Writer, s *summary, c comparison) {
 	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(head, " | "))
 	fmt.Fprintf(w, "|---|%s%s\n", strings.Repeat("--:|", len(s.targets)), strings.Repeat("---|---|", len(subjects)))
-	for _, rw := range rowsFor(s.scenarios) {
+	for _, rw := range s.rows() {
 		cells := []string{rw.label}
 		for _, t := range s.targets {
 			cells = append(cells, s.cell(rw, t, c.base))
@@ -292,6 +328,9 @@ func (s *summary) cell(rw row, t, base string) string {
 	if b, ok := s.value(rw.scenario, base, rw.key); ok && b != 0 && t != base && !math.IsInf(v/b, 0) {
 		out += fmt.Sprintf(" (%.2f×)", v/b)
 	}
+	if at := s.where[[2]string{rw.scenario, t}]; at != "" {
+		out += " at " + at
+	}
 	return out
 }
 
@@ -315,7 +354,7 @@ func writeCPU(w io.Writer, s *summary, threads map[string]int, cores int) {
 // boundBy guesses the limit of a measurement from where the CPU went.
 func boundBy(sc string, c CPUShare, threads, cores int) string {
 	switch {
-	case sc == "idle-mem":
+	case strings.HasPrefix(sc, "idle-mem"):
 		return "— (memory)"
 	case threads > 0 && c.Proxy >= 0.9*float64(threads)*100:
 		return fmt.Sprintf("proxy CPU (%d thread(s) saturated)", threads)
@@ -358,7 +397,7 @@ func writeNotes(w io.Writer, s *summary) {
 // writeExtra lists the secondary values (resumption share, allocations,
 // goroutines per tunnel, sockets/pipes) per scenario and target.
 func writeExtra(w io.Writer, s *summary) {
-	keys := []string{"attempts", "resumed_frac", "up_resumed_frac", "up_handshakes", "errors", "failed", "open", "rss_mib", "sockets_conn",
+	keys := []string{"attempts", "resumed_frac", "up_resumed_frac", "up_handshakes", "errors", "failed", "open", "open_s", "read_late_ms", "rss_mib", "sockets_conn", "pipes_conn",
 		"goroutines_conn", "heap_kib_conn", "stack_kib_conn", "allocs_conn", "alloc_kib_conn", "downloads", "rss_peak_mib"}
 	for _, sc := range s.scenarios {
 		for _, t := range s.targets {

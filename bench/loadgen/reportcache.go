@@ -29,9 +29,14 @@ func cacheRows(sc string) []row {
 }
 
 // reference is the value a subject's row is judged against and whose it
-// is: in the cache scenarios the bridge without a cache (cacheBase),
-// elsewhere the best of the reference proxies.
+// is: the base proxy for rows marked vsBase (idle memory: HAProxy), in
+// the cache scenarios the bridge without a cache (cacheBase), elsewhere
+// the best of the reference proxies.
 func (c comparison) reference(s *summary, rw row) (float64, string, bool) {
+	if rw.vsBase {
+		v, ok := s.value(rw.scenario, c.base, rw.key)
+		return v, c.base, ok
+	}
 	if strings.HasPrefix(rw.scenario, "cache-") && c.cacheBase != "" {
 		v, ok := s.value(rw.scenario, c.cacheBase, rw.key)
 		return v, c.cacheBase, ok

@@ -39,8 +39,18 @@ func (r report) writeResults(w io.Writer) {
 	for _, n := range r.sum.rounds {
 		rounds = max(rounds, n)
 	}
-	fmt.Fprintf(w, "\n## Results\n\nMedians over %d rounds; (N×) is the ratio to %s; the last columns compare %s with the best of %v for each metric.\n\n",
-		rounds, r.cmp.base, strings.Join(r.cmp.present(r.sum), " and "), r.cmp.refs)
+	fmt.Fprintf(w, "\n## Results\n\nMedians over %d rounds; (N×) is the ratio to %s; the last columns compare %s with the best of %v for each metric (idle memory: with %s).\n\n",
+		rounds, r.cmp.base, strings.Join(r.cmp.present(r.sum), " and "), r.cmp.refs, r.cmp.base)
+	var goals bytes.Buffer
+	writeGoals(&goals, r.sum, r.cmp, r.cmp.goals)
+	if goals.Len() > 0 {
+		fmt.Fprintf(w, "### Issue 21's targets\n\n%s\n", goals.String())
+		if r.sum.idleReadings > 0 {
+			fmt.Fprintf(w, "The idle figure is the worst of the %d readings' medians (fills of %s tunnels; each count and delay a median over the rounds first); \"at\" says which reading it was.\n\n",
+				r.sum.idleReadings, strings.Join(r.sum.idleCounts(), ", "))
+		}
+		fmt.Fprint(w, "### Every metric\n\n")
+	}
 	writeTable(w, r.sum, r.cmp)
 	if row, ok := dnsRow(r.dns); ok {
 		fmt.Fprintf(w, "\n| metric | snigate | dnsmasq | snigate / dnsmasq | target met |\n|---|--:|--:|--:|---|\n%s\n", row)

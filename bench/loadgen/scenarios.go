@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"time"
 )
 
 // scenario is one measurement kind. addr picks the target's address for
@@ -58,7 +57,10 @@ func (r *runner) scenarioList() []scenario {
 	for _, n := range r.cacheStreams {
 		list = append(list, scenario{name: fmt.Sprintf("cache-hit-%d", n), addr: cacheAddr, http: true, measure: r.cacheHit(n)})
 	}
-	return append(list, scenario{name: "idle-mem", addr: proxyOnly, measure: (*runner).idleMem})
+	for _, n := range r.idleCounts {
+		list = append(list, scenario{name: idleScenario(n), addr: proxyOnly, measure: r.idleMem(n)})
+	}
+	return list
 }
 
 func (r *runner) spliceRate(t target, round int) (Result, error) {
@@ -68,6 +70,11 @@ func (r *runner) spliceRate(t target, round int) (Result, error) {
 	lr := closedLoop(r.conc, r.rateTime, spliceEcho(t.Splice, r.msgs))
 	res.CPU = cpu.stop()
 	prof.finish(&res, lr.ok)
+	if lr.ok > 0 && !t.Direct {
+		// Issue 21: the proxy's CPU time per connection (user + system,
+		// all its processes), lower is better.
+		res.Values["cpu_us_conn"] = res.CPU.Proxy / 100 * lr.elapsed.Seconds() / float64(lr.ok) * 1e6
+	}
 	return res, loopValues(&res, lr, "conn_s")
 }
 
@@ -154,32 +161,4 @@ func (r *runner) tput(name string, t target, round, streams int, dial func() (ne
 	res.CPU = cpu.stop()
 	res.Values["gbit_s"] = gbit
 	return res, err
-}
-
-func (r *runner) idleMem(t target, round int) (Result, error) {
-	res := r.newResult("idle-mem", t, round)
-	warm, _, _ := openIdle(t.Splice, r.msgs, idleWarmup)
-	closeAll(warm)
-	time.Sleep(idleSettle)
-	prof := r.pprof(t)
-	before, gBefore := sampleMem(t.PID), prof.snapshot()
-	cpu := startCPU(t.PID, r.upstreamPID)
-	conns, failed, firstErr := openIdle(t.Splice, r.msgs, r.idleConns)
-	res.CPU = cpu.stop()
-	time.Sleep(idleSettle)
-	after, gAfter := sampleMem(t.PID), prof.snapshot()
-	prof.saveIdle(res)
-	closeAll(conns)
-	waitReleased(t.PID, before.fds)
-	vals, err := idleValues(before, after, len(conns))
-	if err != nil {
-		return res, fmt.Errorf("%w: %v", err, firstErr)
-	}
-	res.Values = vals
-	res.Values["failed"] = float64(failed)
-	if firstErr != nil {
-		res.Notes["first_error"] = firstErr.Error()
-	}
-	gAfter.perConn(gBefore, len(conns), res.Values)
-	return res, nil
 }
