@@ -38,6 +38,7 @@ func WrapListener(ln net.Listener) net.Listener {
 	if !ok {
 		return ln
 	}
+	setListenerNoDelay(tl)
 	return &Listener{TCPListener: tl, closed: make(chan struct{})}
 }
 

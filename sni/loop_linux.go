@@ -275,8 +275,10 @@ func (l *eventLoop) dispatch(ev *unix.EpollEvent) {
 	out := ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	if tok&3 == tokClient {
 		c.cr, c.cw = c.cr || in, c.cw || out
+		c.chup = c.chup || ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	} else {
 		c.ur, c.uw = c.ur || in, c.uw || out
+		c.uerr = c.uerr || ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0
 	}
 	l.step(c)
 }

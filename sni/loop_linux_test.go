@@ -3,6 +3,8 @@ package sni
 import (
 	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestLoopTunnelsHoldNoGoroutine: a tunnel the event loop runs costs the
@@ -36,4 +38,27 @@ func TestLoopShutdownClosesIdleTunnels(t *testing.T) {
 	}
 	readAll(t, c)
 	w.logs.wait(t, "msg=connection", "result=shutdown")
+}
+
+// TestLoopSocketsNoDelay: both sockets of a loop tunnel have TCP_NODELAY,
+// as net gives every TCP connection (the client's is inherited from the
+// listening socket, set once).
+func TestLoopSocketsNoDelay(t *testing.T) {
+	w := newWorld(t, Config{}, "", spliceRoute(t, "registry", []string{"registry.example.com"}, readyEchoUpstream(t).addr))
+	openReady(t, w)
+	w.srv.mu.Lock()
+	var c *lconn
+	for ss := range w.srv.sessions {
+		c, _ = ss.conn.(*lconn)
+	}
+	w.srv.mu.Unlock()
+	if c == nil {
+		t.Fatal("the tunnel is not the event loop's")
+	}
+	for name, fd := range map[string]int{"client": c.cfd, "upstream": c.ufd} {
+		v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		if err != nil || v == 0 {
+			t.Errorf("%s socket: TCP_NODELAY %d, %v; want 1", name, v, err)
+		}
+	}
 }

@@ -13,3 +13,5 @@ func (*eventLoop) stop() {}
 func (s *Server) serveLoop(net.Listener, string) (error, bool) { return nil, false }
 
 func (s *Server) stopLoops() {}
+
+func setListenerNoDelay(*net.TCPListener) {}

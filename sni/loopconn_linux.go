@@ -44,6 +44,8 @@ type lconn struct {
 
 	state          uint8
 	cr, cw, ur, uw bool // readiness seen (edge-triggered): cleared by EAGAIN
+	uerr           bool // the upstream socket reported EPOLLERR or EPOLLHUP
+	chup           bool // the client socket reported EPOLLRDHUP, EPOLLHUP or EPOLLERR
 	queued         bool // in the loop's run queue
 
 	// connect
@@ -169,6 +171,12 @@ func (h helloFD) Read(b []byte) (int, error) {
 			return 0, os.NewSyscallError("read", err)
 		case n == 0:
 			return 0, io.EOF
+		}
+		if n < len(b) && !h.c.chup {
+			// A short read emptied the receive queue; bytes that come
+			// later raise a new edge. Not so an end of stream that came
+			// before: it stays to be read, with no edge to come.
+			h.c.cr = false
 		}
 		return n, nil
 	}

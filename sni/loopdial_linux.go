@@ -81,7 +81,7 @@ func (l *eventLoop) dial(c *lconn) {
 		return
 	}
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	c.ufd, c.ur, c.uw = fd, false, false
+	c.ufd, c.ur, c.uw, c.uerr = fd, false, false, false
 	if err := unix.Connect(fd, c.sa); err != nil && err != unix.EINPROGRESS && err != unix.EINTR {
 		fail("connect", err)
 		return
@@ -93,17 +93,19 @@ func (l *eventLoop) dial(c *lconn) {
 	// The writable event tells the connect's outcome (connectDone).
 }
 
-// connectDone checks the connect once the socket is writable: connect(2)
-// again answers EISCONN once connected, EALREADY while in progress, or the
-// connection's error.
+// connectDone runs once the connecting socket is writable: connected,
+// unless it also reported an error or hang-up, whose cause SO_ERROR tells.
 func (l *eventLoop) connectDone(c *lconn) {
-	switch err := unix.Connect(c.ufd, c.sa); err {
-	case nil, unix.EISCONN:
-	case unix.EALREADY, unix.EINPROGRESS, unix.EINTR:
-		c.uw = false
-		return
-	default:
-		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: c.hostAddr(), Err: os.NewSyscallError("connect", err)})
+	if c.uerr {
+		err, gerr := unix.GetsockoptInt(c.ufd, unix.SOL_SOCKET, unix.SO_ERROR)
+		errno := unix.Errno(err)
+		if gerr != nil && !errors.As(gerr, &errno) {
+			errno = unix.EIO
+		}
+		if errno == 0 {
+			errno = unix.ECONNRESET // hung up without an error: reset
+		}
+		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: c.hostAddr(), Err: os.NewSyscallError("connect", errno)})
 		return
 	}
 	ss := c.ss

@@ -53,6 +53,8 @@ func (s *Server) serveLoop(ln net.Listener, kind string) (err error, ok bool) {
 	if cerr := rc.Control(func(sfd uintptr) { fd, derr = unix.FcntlInt(sfd, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil || derr != nil {
 		return nil, false
 	}
+	// See setListenerNoDelay.
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	lln := &loopListener{Listener: ln, s: s, fd: fd, label: ln.Addr().String(), loops: loops,
 		ids: make(map[*eventLoop]uint64), closed: make(chan struct{}), fdDone: make(chan struct{})}
 	if !s.trackListener(lln) {
@@ -235,7 +237,6 @@ func (l *eventLoop) admit(ln *loopListener, fd int, sa unix.Sockaddr) {
 		s.accept(c, ln.label, kindTLS)
 		return
 	}
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	l.nextID++
 	c := &lconn{l: l, id: l.nextID, cfd: fd, ufd: -1, raddr: raddr, listener: ln}
 	ss := &session{conn: c, listener: ln.label, kind: kindTLS, cfg: cfg, start: l.now, client: raddr}
@@ -260,9 +261,9 @@ func (l *eventLoop) admit(ln *loopListener, fd int, sa unix.Sockaddr) {
 		return
 	}
 	c.state = stHello
-	c.cr = true // the ClientHello usually came with the connection
+	// No read yet: adding the socket to the set reports it readable at
+	// once if the ClientHello is there, so no read(2) ends in EAGAIN.
 	l.due(c.deadline())
-	l.step(c)
 }
 
 // sockaddrTCP converts accept's peer address.
@@ -288,4 +289,15 @@ func fdNetConn(fd int) (net.Conn, error) {
 	c, err := net.FileConn(f)
 	f.Close()
 	return c, err
+}
+
+// setListenerNoDelay sets TCP_NODELAY on a listening socket: on Linux the
+// connections it establishes inherit it (net sets it on each accepted
+// connection instead), so the event loop saves a setsockopt(2) per
+// connection. Set when the listener is opened, so that no connection
+// established before lacks it.
+func setListenerNoDelay(tl *net.TCPListener) {
+	if rc, err := tl.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) })
+	}
 }
