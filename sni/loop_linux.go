@@ -37,9 +37,10 @@ type eventLoop struct {
 	// sweepAt is when the next deadline falls (ClientHello, connect
 	// attempt, idle, a paused listener); zero: none.
 	sweepAt  time.Time
-	armedAt  time.Time // epoll file's read deadline as last set
-	runq     []*lconn  // connections with work left after their budget
-	pipes    []*pipe   // free pipes
+	armedAt  time.Time         // epoll file's read deadline as last set
+	runq     []*lconn          // connections with work left after their budget
+	pipes    []*pipe           // free pipes
+	buf      [copyBufSize]byte // small bursts are copied through it
 	paused   map[*loopListener]time.Time
 	backoffs map[*loopListener]time.Duration
 
@@ -59,8 +60,8 @@ const (
 type cmdOp uint8
 
 const (
-	cmdAbort cmdOp = iota + 1 // a session was aborted (Close, Shutdown)
-	cmdExpire                 // a session's deadline was set in the past
+	cmdAbort  cmdOp = iota + 1 // a session was aborted (Close, Shutdown)
+	cmdExpire                  // a session's deadline was set in the past
 	cmdAddListener
 	cmdDropListener
 	cmdStop
@@ -279,6 +280,7 @@ func (l *eventLoop) dispatch(ev *unix.EpollEvent) {
 	} else {
 		c.ur, c.uw = c.ur || in, c.uw || out
 		c.uerr = c.uerr || ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0
+		c.uhup = c.uhup || ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	}
 	l.step(c)
 }

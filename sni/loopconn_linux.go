@@ -45,7 +45,7 @@ type lconn struct {
 	state          uint8
 	cr, cw, ur, uw bool // readiness seen (edge-triggered): cleared by EAGAIN
 	uerr           bool // the upstream socket reported EPOLLERR or EPOLLHUP
-	chup           bool // the client socket reported EPOLLRDHUP, EPOLLHUP or EPOLLERR
+	chup, uhup     bool // the socket reported EPOLLRDHUP, EPOLLHUP or EPOLLERR
 	queued         bool // in the loop's run queue
 
 	// connect
@@ -69,8 +69,10 @@ type lconn struct {
 
 // loopDir is one way of a loop tunnel.
 type loopDir struct {
-	p   *pipe // held only while bytes are in flight
-	eof bool  // src reached end of stream
+	p      *pipe  // held only while bytes are in flight
+	held   []byte // copied bytes the destination has not taken yet
+	eof    bool   // src reached end of stream
+	stream bool   // a read filled the loop's buffer: splice from now on
 }
 
 // deadline is when the connection's current state times out.

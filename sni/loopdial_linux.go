@@ -81,7 +81,7 @@ func (l *eventLoop) dial(c *lconn) {
 		return
 	}
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	c.ufd, c.ur, c.uw, c.uerr = fd, false, false, false
+	c.ufd, c.ur, c.uw, c.uerr, c.uhup = fd, false, false, false, false
 	if err := unix.Connect(fd, c.sa); err != nil && err != unix.EINPROGRESS && err != unix.EINTR {
 		fail("connect", err)
 		return

@@ -28,8 +28,8 @@ type loopListener struct {
 	dropped atomic.Bool // Close began: a loop must not watch it any more
 	closed  chan struct{}
 	fdDone  chan struct{} // the loops' duplicate is closed
-	mu     sync.Mutex
-	err    error // a fatal accept error, which Serve returns
+	mu      sync.Mutex
+	err     error // a fatal accept error, which Serve returns
 }
 
 // serveLoop serves ln from the event loops when it can: a TCP listener of

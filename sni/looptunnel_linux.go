@@ -30,60 +30,67 @@ func (l *eventLoop) pumpBoth(c *lconn) {
 	}
 }
 
-// pump splices one direction (0: client to upstream, 1: upstream to
+// pump moves one direction (0: client to upstream, 1: upstream to
 // client) until its source or destination would block, it ends, or it
-// used its budget (then true: it has more to do). A pipe is held only
-// while bytes are in it. At end of stream the destination is half-closed,
-// unless the other direction has ended already: then the tunnel is over.
+// used its budget (then true: it has more to do). Small bursts are read
+// into the loop's buffer and written out (a read shorter than the buffer
+// emptied the socket, so no read ends in EAGAIN); a read that fills the
+// buffer marks the direction as a stream, which from then on splices
+// through a pipe held only while bytes are in it. At end of stream the
+// destination is half-closed, unless the other direction has ended
+// already: then the tunnel is over.
 func (l *eventLoop) pump(c *lconn, i int) bool {
 	d := &c.dirs[i]
-	src, dst, srcR, dstW := c.cfd, c.ufd, &c.cr, &c.uw
+	src, dst, srcR, dstW, srcHup := c.cfd, c.ufd, &c.cr, &c.uw, c.chup
 	srcSide, dstSide := sideClient, sideUpstream
-	counter, dir := &c.ss.up, DirectionUpstream
 	if i == 1 {
-		src, dst, srcR, dstW = c.ufd, c.cfd, &c.ur, &c.cw
+		src, dst, srcR, dstW, srcHup = c.ufd, c.cfd, &c.ur, &c.cw, c.uhup
 		srcSide, dstSide = sideUpstream, sideClient
-		counter, dir = &c.ss.down, DirectionDownstream
 	}
 	for range pumpBudget {
-		if d.p != nil && d.p.n > 0 {
+		switch {
+		case len(d.held) > 0: // what dst did not take last time
 			if !*dstW {
 				return false
 			}
-			n, err := unix.Splice(d.p.r, nil, dst, nil, d.p.n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
-			switch err {
-			case nil:
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				*dstW = false
-				return false
-			default:
-				l.fail(c, &sideError{dstSide, os.NewSyscallError("splice", err)})
+			n, err := rawWrite(dst, d.held)
+			if !l.wrote(c, i, n, err, dstW, dstSide) {
 				return false
 			}
-			d.p.n -= int(n)
-			c.last = l.now
-			counter.Add(n)
-			c.ss.rm.addBytes(dir, n)
+			d.held = d.held[n:]
+			if len(d.held) == 0 {
+				d.held = nil
+			}
 			continue
-		}
-		if d.eof {
+		case d.p != nil && d.p.n > 0:
+			if !*dstW {
+				return false
+			}
+			n, err := rawSplice(d.p.r, dst, d.p.n)
+			if !l.wrote(c, i, n, err, dstW, dstSide) {
+				return false
+			}
+			d.p.n -= n
+			continue
+		case d.eof:
 			return false
-		}
-		if !*srcR {
+		case !*srcR:
 			l.dropPipe(d)
 			return false
 		}
-		if d.p == nil {
-			p, err := l.getPipe()
-			if err != nil {
-				l.fail(c, &sideError{srcSide, err})
-				return false
+		var n int
+		var err error
+		if d.stream {
+			if d.p == nil {
+				if d.p, err = l.getPipe(); err != nil {
+					l.fail(c, &sideError{srcSide, err})
+					return false
+				}
 			}
-			d.p = p
+			n, err = rawSplice(src, d.p.w, spliceChunk)
+		} else {
+			n, err = rawRead(src, l.buf[:])
 		}
-		n, err := unix.Splice(src, nil, d.p.w, nil, spliceChunk, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -92,7 +99,7 @@ func (l *eventLoop) pump(c *lconn, i int) bool {
 			l.dropPipe(d)
 			return false
 		case err != nil:
-			l.fail(c, &sideError{srcSide, os.NewSyscallError("splice", err)})
+			l.fail(c, &sideError{srcSide, os.NewSyscallError("read", err)})
 			return false
 		case n == 0:
 			d.eof = true
@@ -102,10 +109,55 @@ func (l *eventLoop) pump(c *lconn, i int) bool {
 				l.end(c, resultOK, nil)
 				return false
 			}
-			unix.Shutdown(dst, unix.SHUT_WR)
+			rawShutdownWrite(dst)
+			return false
+		case d.stream:
+			d.p.n = n
+			continue
+		}
+		// Copied: a short read emptied the socket (unless an end of
+		// stream waits behind it), a full one starts a stream.
+		if n < len(l.buf) && !srcHup {
+			*srcR = false
+		} else if n == len(l.buf) && !l.s.loopCopyOnly {
+			d.stream = true
+		}
+		w := 0
+		if *dstW {
+			w, err = rawWrite(dst, l.buf[:n])
+			if !l.wrote(c, i, w, err, dstW, dstSide) && c.state != stTunnel {
+				return false
+			}
+		}
+		if w < n {
+			d.held = append([]byte(nil), l.buf[w:n]...)
 			return false
 		}
-		d.p.n = int(n)
+	}
+	return true
+}
+
+// wrote accounts n bytes written to dst; false when the direction must
+// stop: dst is full (err EAGAIN) or failed (the tunnel ends).
+func (l *eventLoop) wrote(c *lconn, i, n int, err error, dstW *bool, dstSide string) bool {
+	switch err {
+	case nil:
+	case unix.EINTR:
+		return true
+	case unix.EAGAIN:
+		*dstW = false
+		return false
+	default:
+		l.fail(c, &sideError{dstSide, os.NewSyscallError("write", err)})
+		return false
+	}
+	c.last = l.now
+	if i == 0 {
+		c.ss.up.Add(int64(n))
+		c.ss.rm.addBytes(DirectionUpstream, int64(n))
+	} else {
+		c.ss.down.Add(int64(n))
+		c.ss.rm.addBytes(DirectionDownstream, int64(n))
 	}
 	return true
 }

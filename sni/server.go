@@ -135,6 +135,8 @@ type Server struct {
 	loopsOnce sync.Once
 	loopsErr  error
 	loopOff   bool
+	// loopCopyOnly (tests) keeps the loop's tunnels on the copy path.
+	loopCopyOnly bool
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
