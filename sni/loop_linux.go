@@ -65,6 +65,7 @@ const (
 	cmdAddListener
 	cmdDropListener
 	cmdStop
+	cmdFunc // run fn in the loop (tests)
 )
 
 // loopCmd is a request from another goroutine; done, when not nil, is
@@ -73,6 +74,7 @@ type loopCmd struct {
 	op   cmdOp
 	c    *lconn
 	ln   *loopListener
+	fn   func()
 	done chan struct{}
 }
 
@@ -308,6 +310,8 @@ func (l *eventLoop) commands() bool {
 			l.dropListener(c.ln)
 		case cmdStop:
 			stop = true
+		case cmdFunc:
+			c.fn()
 		}
 		if c.done != nil {
 			close(c.done)

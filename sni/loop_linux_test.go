@@ -61,7 +61,9 @@ func TestLoopSocketsNoDelay(t *testing.T) {
 	if c == nil {
 		t.Fatal("the tunnel is not the event loop's")
 	}
-	for name, fd := range map[string]int{"client": c.cfd, "upstream": c.ufd} {
+	var fds map[string]int
+	c.l.call(loopCmd{op: cmdFunc, fn: func() { fds = map[string]int{"client": c.cfd, "upstream": c.ufd} }})
+	for name, fd := range fds {
 		v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
 		if err != nil || v == 0 {
 			t.Errorf("%s socket: TCP_NODELAY %d, %v; want 1", name, v, err)
