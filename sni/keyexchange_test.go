@@ -7,7 +7,9 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // helloUpstream is a TLS upstream that also reports the groups each
@@ -139,36 +141,95 @@ func TestUpstreamLegResumedSkipsClientAuthWait(t *testing.T) {
 // with resumeKeyExchanges that the upstream declines (here its ticket
 // keys changed, as after a restart) would make a full handshake without
 // the hybrid; the gateway abandons it and dials again with the
-// post-quantum default, and the connection after that resumes the new
-// session with X25519.
+// post-quantum default, and for DeclineMemory that upstream is offered
+// the default on resumption too. After that, resumption is classical
+// again.
 func TestUpstreamLegDeclinedSessionRedialsPostQuantum(t *testing.T) {
 	p := newBridgePKI(t)
 	upCfg := p.upstreamConfig("h2")
 	up, offered := helloUpstream(t, upCfg)
-	w := newWorld(t, Config{}, "", p.route(t, up.addr))
+	r := p.route(t, up.addr)
+	w := newWorld(t, Config{}, "", r)
 	node := p.nodeConfig("h2")
-	step := func(name string, wantOffers [][]tls.CurveID, wantCurve tls.CurveID, wantResumed bool) {
-		t.Helper()
-		if _, err := ping(t, w, node); err != nil {
-			t.Fatalf("%s: %v", name, err)
+	defaults := defaultClientCurves(t)
+	steps := []struct {
+		name        string
+		before      func()
+		wantOffers  [][]tls.CurveID // each upstream ClientHello of the connection
+		wantCurve   tls.CurveID
+		wantResumed bool
+	}{
+		{name: "first connection", wantOffers: [][]tls.CurveID{defaults}, wantCurve: tls.X25519MLKEM768},
+		{name: "after the upstream's ticket keys changed", before: func() { upCfg.SetSessionTicketKeys([][32]byte{{1}}) },
+			wantOffers: [][]tls.CurveID{resumeKeyExchanges, defaults}, wantCurve: tls.X25519MLKEM768},
+		{name: "within DeclineMemory: the default offer, resumed", wantOffers: [][]tls.CurveID{defaults}, wantCurve: tls.X25519MLKEM768, wantResumed: true},
+		{name: "after DeclineMemory", before: func() { r.declines.note(up.addr+" "+registryName, time.Now().Add(-DeclineMemory)) },
+			wantOffers: [][]tls.CurveID{resumeKeyExchanges}, wantCurve: tls.X25519, wantResumed: true},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
 		}
-		for i, want := range wantOffers {
+		if _, err := ping(t, w, node); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		for i, want := range st.wantOffers {
 			if got := <-offered; !slices.Equal(got, want) {
-				t.Errorf("%s: upstream ClientHello %d offered %v, want %v", name, i+1, got, want)
+				t.Errorf("%s: upstream ClientHello %d offered %v, want %v", st.name, i+1, got, want)
 			}
 		}
 		ust := <-up.states
-		if ust.CurveID != wantCurve || ust.DidResume != wantResumed {
-			t.Errorf("%s: upstream leg %v resumed %v, want %v resumed %v", name, ust.CurveID, ust.DidResume, wantCurve, wantResumed)
+		if ust.CurveID != st.wantCurve || ust.DidResume != st.wantResumed {
+			t.Errorf("%s: upstream leg %v resumed %v, want %v resumed %v", st.name, ust.CurveID, ust.DidResume, st.wantCurve, st.wantResumed)
 		}
 	}
-	defaults := defaultClientCurves(t)
-	step("first connection", [][]tls.CurveID{defaults}, tls.X25519MLKEM768, false)
-	upCfg.SetSessionTicketKeys([][32]byte{{1}})
-	step("after the upstream's ticket keys changed", [][]tls.CurveID{resumeKeyExchanges, defaults}, tls.X25519MLKEM768, false)
-	step("the new session", [][]tls.CurveID{resumeKeyExchanges}, tls.X25519, true)
 	if logs := w.logs.String(); strings.Contains(logs, "level=WARN") {
 		t.Errorf("the redial was logged as a problem:\n%s", logs)
+	}
+}
+
+// TestUpstreamLegReplicasWithoutSharedTicketKeys: behind one address,
+// upstreams that do not share ticket keys (here every handshake gets new
+// ones, as replicas behind a Service would) decline nearly every session.
+// Only the first decline costs a second handshake; the connections after
+// it make one, with the post-quantum default, as before resumption was
+// classical. Without DeclineMemory every connection made two.
+func TestUpstreamLegReplicasWithoutSharedTicketKeys(t *testing.T) {
+	p := newBridgePKI(t)
+	upCfg := p.upstreamConfig("h2")
+	offered := make(chan []tls.CurveID, 16)
+	var replica atomic.Int32
+	upCfg.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		offered <- slices.Clone(h.SupportedCurves)
+		c := upCfg.Clone()
+		c.GetConfigForClient = nil
+		c.SetSessionTicketKeys([][32]byte{{byte(replica.Add(1))}}) // another replica's keys
+		return c, nil
+	}
+	up := newTLSUpstream(t, upCfg)
+	w := newWorld(t, Config{}, "", p.route(t, up.addr))
+	node := p.nodeConfig("h2")
+	hellos := 0
+	for i := range 4 {
+		if _, err := ping(t, w, node); err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		ust := <-up.states
+		if ust.DidResume || ust.CurveID != tls.X25519MLKEM768 {
+			t.Errorf("connection %d: upstream leg %v resumed %v, want a full %v handshake", i+1, ust.CurveID, ust.DidResume, tls.X25519MLKEM768)
+		}
+	drain:
+		for {
+			select {
+			case <-offered:
+				hellos++
+			default:
+				break drain
+			}
+		}
+	}
+	if hellos != 5 {
+		t.Errorf("4 connections made %d upstream handshakes, want 5 (one redial, after the first decline)", hellos)
 	}
 }
 

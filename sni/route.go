@@ -116,6 +116,7 @@ type Route struct {
 	serveTLS *tls.Config            // client leg, shared so that ticket keys persist
 	tickets  ticketKeys             // serveTLS's, rotated every TicketKeyRotation
 	alpn     alpnMemory             // what each upstream chose for each ALPN list
+	declines declineMemory          // upstreams that declined a classical resumption
 	dials    dialSlots              // upstream dials in progress
 	dialWait time.Duration          // tests: replaces DialQueueWait when set
 	metrics  routeMetricsCache

@@ -3,6 +3,9 @@ package sni
 import (
 	"crypto/tls"
 	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // resumeKeyExchanges is what the upstream leg offers, when the route's
@@ -23,7 +26,8 @@ import (
 //
 // A session the upstream declines would turn this into a classical full
 // handshake; refuseClassicalFull stops that one and the dial starts over
-// with the post-quantum default.
+// with the post-quantum default, and the route's declineMemory keeps that
+// upstream on the default for DeclineMemory.
 var resumeKeyExchanges = classicalKeyExchanges
 
 // errResumptionDeclined is the end of an upstream handshake offered with
@@ -32,11 +36,13 @@ var resumeKeyExchanges = classicalKeyExchanges
 // hybrid, so it is abandoned and dialed again without the session.
 var errResumptionDeclined = errors.New("the upstream declined the TLS session offered with classical key exchanges; dialing again with the post-quantum default")
 
-// hasSession reports whether cfg's session cache holds a session for the
-// key crypto/tls looks up (the dial's ServerName, never "" here).
-func (lc *legConfig) hasSession(cfg *tls.Config) bool {
+// resumeClassically reports whether the dial may offer
+// resumeKeyExchanges: cfg's session cache holds a session for the key
+// crypto/tls looks up (the dial's ServerName, never "" here), and the
+// upstream has not declined one lately.
+func (lc *legConfig) resumeClassically(cfg *tls.Config) bool {
 	cs, ok := cfg.ClientSessionCache.Get(cfg.ServerName)
-	return ok && cs != nil
+	return ok && cs != nil && !lc.route.declines.recent(lc.sessionKey, time.Now())
 }
 
 // refuseClassicalFull wraps the template's VerifyConnection for a dial
@@ -48,6 +54,7 @@ func (lc *legConfig) refuseClassicalFull(sessions tls.ClientSessionCache, next f
 	return func(cs tls.ConnectionState) error {
 		if !cs.DidResume && cs.Version == tls.VersionTLS13 {
 			sessions.Put(lc.serverName, nil)
+			lc.route.declines.note(lc.sessionKey, time.Now())
 			return errResumptionDeclined
 		}
 		if next != nil {
@@ -55,4 +62,73 @@ func (lc *legConfig) refuseClassicalFull(sessions tls.ClientSessionCache, next f
 		}
 		return nil
 	}
+}
+
+// DeclineMemory is how long an upstream address and server name that
+// declined a session offered with resumeKeyExchanges get crypto/tls's
+// default offer on every dial, resumptions included (which then pay
+// ML-KEM, as before). Replicas behind one address that do not share
+// ticket keys (a Service in front of several registry pods) decline most
+// sessions: without the memory most dials to them would be two handshakes.
+const DeclineMemory = 10 * time.Minute
+
+// maxDeclines bounds the keys a declineMemory holds; when full, expired
+// keys are dropped, and if none has expired the oldest is.
+const maxDeclines = sessionCacheSize
+
+// declineMemory is a route's set of session keys (upstream address and
+// server name) whose upstream lately declined a classical resumption,
+// each with the time it is forgotten. Empty, it costs one atomic load per
+// dial.
+type declineMemory struct {
+	n     atomic.Int32 // len(until), for the lock-free empty case
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// note remembers key until now + DeclineMemory.
+func (d *declineMemory) note(key string, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.until == nil {
+		d.until = make(map[string]time.Time)
+	}
+	if _, ok := d.until[key]; !ok && len(d.until) >= maxDeclines {
+		d.evict(now)
+	}
+	d.until[key] = now.Add(DeclineMemory)
+	d.n.Store(int32(len(d.until)))
+}
+
+// evict drops the expired keys, or the one forgotten soonest when none
+// has expired.
+func (d *declineMemory) evict(now time.Time) {
+	var first string
+	for k, t := range d.until {
+		if !now.Before(t) {
+			delete(d.until, k)
+		} else if first == "" || t.Before(d.until[first]) {
+			first = k
+		}
+	}
+	if len(d.until) >= maxDeclines {
+		delete(d.until, first)
+	}
+}
+
+// recent reports whether key's upstream declined a session less than
+// DeclineMemory ago.
+func (d *declineMemory) recent(key string, now time.Time) bool {
+	if d.n.Load() == 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.until[key]
+	if ok && !now.Before(t) {
+		delete(d.until, key)
+		d.n.Store(int32(len(d.until)))
+		return false
+	}
+	return ok
 }

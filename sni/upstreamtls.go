@@ -58,7 +58,7 @@ func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
 		store = lc.route.sessions
 	}
 	cfg.ClientSessionCache = legSessions{lc: lc, store: store}
-	if cfg.CurvePreferences == nil && !lc.full && lc.hasSession(cfg) {
+	if cfg.CurvePreferences == nil && !lc.full && lc.resumeClassically(cfg) {
 		cfg.CurvePreferences = resumeKeyExchanges
 		cfg.VerifyConnection = lc.refuseClassicalFull(cfg.ClientSessionCache, cfg.VerifyConnection)
 	}
