@@ -47,9 +47,11 @@ func (lc *legConfig) resumeClassically(cfg *tls.Config) bool {
 
 // refuseClassicalFull wraps the template's VerifyConnection for a dial
 // offered with resumeKeyExchanges: a TLS 1.3 handshake that did not
-// resume fails with errResumptionDeclined, and the session it was offered
-// is forgotten from sessions, so that the next dial is a post-quantum full handshake.
-// (A TLS 1.2 full handshake has no hybrid to lose.)
+// resume fails with errResumptionDeclined (crypto/tls sends the upstream
+// a bad_certificate alert, before the client certificate), the session
+// is forgotten from sessions and the upstream noted in the route's
+// declineMemory, so that the redial is a post-quantum full handshake. A
+// TLS 1.2 full handshake has no hybrid to lose and goes on.
 func (lc *legConfig) refuseClassicalFull(sessions tls.ClientSessionCache, next func(tls.ConnectionState) error) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
 		if !cs.DidResume && cs.Version == tls.VersionTLS13 {

@@ -34,8 +34,8 @@ type legConfig struct {
 // and trust it was built with) or else the route's.
 //
 // Key exchange: the template's CurvePreferences, else resumeKeyExchanges
-// when the session cache holds a session for this upstream and name,
-// else crypto/tls's default, which offers the post-quantum hybrid
+// when the session cache holds a session for this upstream and name (and
+// the upstream did not decline one lately), else crypto/tls's default, which offers the post-quantum hybrid
 // X25519MLKEM768 (one X25519 private key serves both the hybrid share and
 // the plain X25519 fallback share, so the fallback costs bytes, not CPU).
 // The hybrid costs an ML-KEM-768 key generation and decapsulation per
