@@ -209,7 +209,8 @@ func (t *bridgeTarget) dialAfterHandshake() error {
 func (t *bridgeTarget) dialTLS(hello *tls.ClientHelloInfo) dialFunc {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		c, lc, err := t.upstreamHandshake(ctx, addr, hello, false)
-		if errors.Is(err, errResumptionDeclined) {
+		if err != nil && lc != nil && lc.classical {
+			t.ss.route.declines.note(lc.sessionKey, time.Now())
 			c, lc, err = t.upstreamHandshake(ctx, addr, hello, true)
 		}
 		if err != nil {
@@ -228,8 +229,12 @@ func (t *bridgeTarget) dialTLS(hello *tls.ClientHelloInfo) dialFunc {
 }
 
 // upstreamHandshake dials addr and completes the upstream leg's TLS
-// handshake; full forbids resuming with classical key exchanges (the
-// retry after errResumptionDeclined).
+// handshake; full forbids resuming with classical key exchanges. A failed
+// handshake returns its legConfig too: when it had offered classical
+// groups only (lc.classical), the upstream declined the session
+// (errResumptionDeclined) or refused the offer (an upstream that accepts
+// only post-quantum groups), so dialTLS notes it in the route's
+// declineMemory and dials again with crypto/tls's default.
 func (t *bridgeTarget) upstreamHandshake(ctx context.Context, addr string, hello *tls.ClientHelloInfo, full bool) (*tls.Conn, *legConfig, error) {
 	raw, err := t.s.dial(ctx, "tcp", addr)
 	if err != nil {
@@ -239,7 +244,7 @@ func (t *bridgeTarget) upstreamHandshake(ctx context.Context, addr string, hello
 	c := tls.Client(raw, lc.config(hello))
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
-		return nil, nil, fmt.Errorf("TLS handshake: %w", err)
+		return nil, lc, fmt.Errorf("TLS handshake: %w", err)
 	}
 	return c, lc, nil
 }

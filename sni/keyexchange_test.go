@@ -233,6 +233,45 @@ func TestUpstreamLegReplicasWithoutSharedTicketKeys(t *testing.T) {
 	}
 }
 
+// TestUpstreamLegPostQuantumOnlyUpstream: an upstream that accepts only
+// the hybrid refuses a resumption offering classical groups (alert
+// handshake_failure), and crypto/tls drops a session whose resumption
+// failed. The dial goes on with the post-quantum default (a full
+// handshake), and for DeclineMemory that upstream is offered the default
+// at once, which resumes: no connection fails, only the first resumption
+// pays a refused attempt. Without the redial every connection after the
+// first failed.
+func TestUpstreamLegPostQuantumOnlyUpstream(t *testing.T) {
+	p := newBridgePKI(t)
+	upCfg := p.upstreamConfig("h2")
+	upCfg.CurvePreferences = []tls.CurveID{tls.X25519MLKEM768}
+	up, offered := helloUpstream(t, upCfg)
+	w := newWorld(t, Config{}, "", p.route(t, up.addr))
+	node := p.nodeConfig("h2")
+	defaults := defaultClientCurves(t)
+	for i, want := range []struct {
+		offers  [][]tls.CurveID
+		resumed bool
+	}{
+		{offers: [][]tls.CurveID{defaults}},
+		{offers: [][]tls.CurveID{resumeKeyExchanges, defaults}},
+		{offers: [][]tls.CurveID{defaults}, resumed: true},
+	} {
+		if _, err := ping(t, w, node); err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		for j, wo := range want.offers {
+			if got := <-offered; !slices.Equal(got, wo) {
+				t.Errorf("connection %d: upstream ClientHello %d offered %v, want %v", i+1, j+1, got, wo)
+			}
+		}
+		ust := <-up.states
+		if ust.CurveID != tls.X25519MLKEM768 || ust.DidResume != want.resumed {
+			t.Errorf("connection %d: upstream leg %v resumed %v, want %v resumed %v", i+1, ust.CurveID, ust.DidResume, tls.X25519MLKEM768, want.resumed)
+		}
+	}
+}
+
 // defaultClientCurves is the supported_groups list of crypto/tls's
 // default client configuration, as a server sees it.
 func defaultClientCurves(t *testing.T) []tls.CurveID {

@@ -25,9 +25,10 @@ import (
 // X25519 exchange and with it all forward secrecy of the resumed session.
 //
 // A session the upstream declines would turn this into a classical full
-// handshake; refuseClassicalFull stops that one and the dial starts over
-// with the post-quantum default, and the route's declineMemory keeps that
-// upstream on the default for DeclineMemory.
+// handshake; refuseClassicalFull stops that one, and an upstream that
+// accepts only post-quantum groups refuses the offer: either way the dial
+// starts over with the post-quantum default, and the route's
+// declineMemory keeps that upstream on the default for DeclineMemory.
 var resumeKeyExchanges = classicalKeyExchanges
 
 // errResumptionDeclined is the end of an upstream handshake offered with
@@ -48,15 +49,13 @@ func (lc *legConfig) resumeClassically(cfg *tls.Config) bool {
 // refuseClassicalFull wraps the template's VerifyConnection for a dial
 // offered with resumeKeyExchanges: a TLS 1.3 handshake that did not
 // resume fails with errResumptionDeclined (crypto/tls sends the upstream
-// a bad_certificate alert, before the client certificate), the session
-// is forgotten from sessions and the upstream noted in the route's
-// declineMemory, so that the redial is a post-quantum full handshake. A
-// TLS 1.2 full handshake has no hybrid to lose and goes on.
-func (lc *legConfig) refuseClassicalFull(sessions tls.ClientSessionCache, next func(tls.ConnectionState) error) func(tls.ConnectionState) error {
+// a bad_certificate alert, before the client certificate, and drops the
+// session, as after any failed resumption), so that the redial (dialTLS)
+// is a post-quantum full handshake. A TLS 1.2 full handshake has no
+// hybrid to lose and goes on.
+func refuseClassicalFull(next func(tls.ConnectionState) error) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
 		if !cs.DidResume && cs.Version == tls.VersionTLS13 {
-			sessions.Put(lc.serverName, nil)
-			lc.route.declines.note(lc.sessionKey, time.Now())
 			return errResumptionDeclined
 		}
 		if next != nil {
@@ -67,11 +66,12 @@ func (lc *legConfig) refuseClassicalFull(sessions tls.ClientSessionCache, next f
 }
 
 // DeclineMemory is how long an upstream address and server name that
-// declined a session offered with resumeKeyExchanges get crypto/tls's
-// default offer on every dial, resumptions included (which then pay
-// ML-KEM, as before). Replicas behind one address that do not share
-// ticket keys (a Service in front of several registry pods) decline most
-// sessions: without the memory most dials to them would be two handshakes.
+// declined a session offered with resumeKeyExchanges (or the offer
+// itself) get crypto/tls's default offer on every dial, resumptions
+// included (which then pay ML-KEM, as before). Replicas behind one
+// address that do not share ticket keys (a Service in front of several
+// registry pods) decline most sessions: without the memory most dials to
+// them would be two handshakes.
 const DeclineMemory = 10 * time.Minute
 
 // maxDeclines bounds the keys a declineMemory holds; when full, expired

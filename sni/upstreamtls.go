@@ -20,9 +20,9 @@ type legConfig struct {
 	// sessionKey is the route cache's key for it, built once per dial.
 	serverName, sessionKey string
 
-	// full forbids the resumption key exchanges: the dial retries after
-	// an upstream declined the session (errResumptionDeclined).
-	full bool
+	// full forbids the resumption key exchanges (the redial after a
+	// handshake that used them failed); classical says they were offered.
+	full, classical bool
 }
 
 // config takes the route's upstream configuration for this dial (a call
@@ -59,8 +59,9 @@ func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
 	}
 	cfg.ClientSessionCache = legSessions{lc: lc, store: store}
 	if cfg.CurvePreferences == nil && !lc.full && lc.resumeClassically(cfg) {
+		lc.classical = true
 		cfg.CurvePreferences = resumeKeyExchanges
-		cfg.VerifyConnection = lc.refuseClassicalFull(cfg.ClientSessionCache, cfg.VerifyConnection)
+		cfg.VerifyConnection = refuseClassicalFull(cfg.VerifyConnection)
 	}
 	return cfg
 }
