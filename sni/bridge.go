@@ -208,26 +208,45 @@ func (t *bridgeTarget) dialAfterHandshake() error {
 // certificate is a failed dial: the next candidate is tried.
 func (t *bridgeTarget) dialTLS(hello *tls.ClientHelloInfo) dialFunc {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
-		raw, err := t.s.dial(ctx, "tcp", addr)
+		c, lc, err := t.upstreamHandshake(ctx, addr, hello, false)
+		if err != nil && lc != nil && lc.classical {
+			t.ss.route.declines.note(lc.sessionKey, time.Now())
+			c, lc, err = t.upstreamHandshake(ctx, addr, hello, true)
+		}
 		if err != nil {
 			return nil, err
 		}
-		lc := &legConfig{route: t.ss.route, addr: addr, raw: raw}
-		c := tls.Client(raw, lc.config(hello))
-		if err := c.HandshakeContext(ctx); err != nil {
-			raw.Close()
-			return nil, fmt.Errorf("TLS handshake: %w", err)
-		}
 		if err := t.confirmClientAuth(ctx, c, lc); err != nil {
-			raw.Close()
+			lc.raw.Close()
 			return nil, err
 		}
 		if err := t.learnALPN(addr, c); err != nil {
-			raw.Close()
+			lc.raw.Close()
 			return nil, err
 		}
 		return c, nil
 	}
+}
+
+// upstreamHandshake dials addr and completes the upstream leg's TLS
+// handshake; full forbids resuming with classical key exchanges. A failed
+// handshake returns its legConfig too: when it had offered classical
+// groups only (lc.classical), the upstream declined the session
+// (errResumptionDeclined) or refused the offer (an upstream that accepts
+// only post-quantum groups), so dialTLS notes it in the route's
+// declineMemory and dials again with crypto/tls's default.
+func (t *bridgeTarget) upstreamHandshake(ctx context.Context, addr string, hello *tls.ClientHelloInfo, full bool) (*tls.Conn, *legConfig, error) {
+	raw, err := t.s.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	lc := &legConfig{route: t.ss.route, addr: addr, raw: raw, full: full}
+	c := tls.Client(raw, lc.config(hello))
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, lc, fmt.Errorf("TLS handshake: %w", err)
+	}
+	return c, lc, nil
 }
 
 // learnALPN records what the upstream at addr chose for the client's

@@ -209,6 +209,7 @@ func describeCert(c *x509.Certificate) string {
 // classified in one place, with alert bad_certificate.
 func (t *bridgeTarget) serveConfig(proto string) *tls.Config {
 	cfg := t.ss.route.serveConfig(proto)
+	cfg.CurvePreferences = t.ss.route.serveKeyExchanges(t.ss.hello.shares.list(), t.hello.SupportedCurves)
 	if t.ss.route.ClientAuth != nil {
 		cfg.ClientAuth = tls.RequestClientCert
 		cfg.VerifyConnection = t.verifyClient

@@ -57,6 +57,7 @@ type ClientHello struct {
 
 	versions [8]uint16 // backs SupportedVersions when it fits: no allocation
 	suites   suiteSet  // the offered suites crypto/tls implements
+	shares   keyShares // the groups of the key shares sent (keyshare.go)
 }
 
 var helloBufPool = sync.Pool{New: func() any { b := make([]byte, 0, helloBufferSize); return &b }}

@@ -60,6 +60,9 @@ func (hello *ClientHello) parseExtension(typ uint16, d byteString) error {
 		ok, what = hello.parseALPN(d), "application_layer_protocol_negotiation"
 	case extSupportedVersions:
 		ok, what = hello.parseSupportedVersions(d), "supported_versions"
+	case extKeyShare:
+		hello.shares.parse(d) // crypto/tls judges a malformed one
+		return nil
 	default:
 		return nil
 	}

@@ -62,8 +62,12 @@ type Route struct {
 	Serve certSource
 	// ServeKeyExchanges, bridge only: the key exchanges the client leg
 	// accepts (tls.Config.CurvePreferences of the handshake with the
-	// node). nil: crypto/tls's default, which picks the post-quantum
-	// hybrid X25519MLKEM768 whenever the client offers it.
+	// node), used as crypto/tls uses that list (a listed hybrid the node
+	// offers is taken first). nil: X25519 (or another classical group)
+	// when the node sent a key share for it, else crypto/tls's default,
+	// which takes the post-quantum hybrid X25519MLKEM768: a node that
+	// sends only a hybrid share gets the hybrid, and no node needs a
+	// HelloRetryRequest (README, "Bridge key exchange and resumption").
 	ServeKeyExchanges []tls.CurveID
 	// ServeMinVersion, bridge only: the lowest TLS version the client leg
 	// accepts; 0 (or less than TLS 1.2): TLS 1.2.
@@ -75,7 +79,11 @@ type Route struct {
 	// for the upstream leg (RootCAs, GetClientCertificate, ServerName; ""
 	// means the SNI the client sent). nil means system roots, no client
 	// certificate. It is cloned; ClientSessionCache, NextProtos and
-	// MinVersion are set by snigate (one session cache per route).
+	// MinVersion are set by snigate (one session cache per route). Its
+	// CurvePreferences, when nil, are crypto/tls's default (the
+	// post-quantum hybrid) on a full handshake and classical groups only
+	// when the dial holds a session to resume (README, "Bridge key
+	// exchange and resumption"); the same holds for UpstreamTLSFunc's.
 	UpstreamTLS *tls.Config
 	// UpstreamTLSFunc, bridge only, when set, replaces UpstreamTLS: it is
 	// called once per upstream dial and returns a configuration that dial
@@ -108,6 +116,7 @@ type Route struct {
 	serveTLS *tls.Config            // client leg, shared so that ticket keys persist
 	tickets  ticketKeys             // serveTLS's, rotated every TicketKeyRotation
 	alpn     alpnMemory             // what each upstream chose for each ALPN list
+	declines declineMemory          // upstreams that declined a classical resumption
 	dials    dialSlots              // upstream dials in progress
 	dialWait time.Duration          // tests: replaces DialQueueWait when set
 	metrics  routeMetricsCache

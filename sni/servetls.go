@@ -79,3 +79,14 @@ func (r *Route) serveConfig(proto string) *tls.Config {
 	}
 	return cfg
 }
+
+// serveKeyExchanges is the client leg's CurvePreferences for a client
+// that sent key shares for the groups shares and lists supported: the
+// route's ServeKeyExchanges, else defaultServeKeyExchanges (X25519 when
+// the client sent a share for it, the hybrid when that is all it sent).
+func (r *Route) serveKeyExchanges(shares, supported []tls.CurveID) []tls.CurveID {
+	if r.ServeKeyExchanges != nil {
+		return r.ServeKeyExchanges
+	}
+	return defaultServeKeyExchanges(shares, supported)
+}

@@ -19,6 +19,10 @@ type legConfig struct {
 	// serverName is the dial's ServerName, crypto/tls's session cache key;
 	// sessionKey is the route cache's key for it, built once per dial.
 	serverName, sessionKey string
+
+	// full forbids the resumption key exchanges (the redial after a
+	// handshake that used them failed); classical says they were offered.
+	full, classical bool
 }
 
 // config takes the route's upstream configuration for this dial (a call
@@ -29,15 +33,14 @@ type legConfig struct {
 // each other's tickets: the template's cache (scoped to the certificate
 // and trust it was built with) or else the route's.
 //
-// Key exchange: the template's CurvePreferences, else crypto/tls's
-// default, which offers the post-quantum hybrid X25519MLKEM768 (one
-// X25519 private key serves both the hybrid share and the plain X25519
-// fallback share, so the fallback costs bytes, not CPU). The hybrid costs
-// an ML-KEM-768 key generation and decapsulation per handshake, resumed or
-// not; a template with CurvePreferences [X25519] trades that protection
-// against recorded traffic being decrypted by a future quantum computer
-// for about a quarter of the bridge's CPU per handshake (README, "Bridge
-// performance"). snigate keeps the post-quantum default.
+// Key exchange: the template's CurvePreferences, else resumeKeyExchanges
+// when the session cache holds a session for this upstream and name (and
+// the upstream did not decline one lately), else crypto/tls's default, which offers the post-quantum hybrid
+// X25519MLKEM768 (one X25519 private key serves both the hybrid share and
+// the plain X25519 fallback share, so the fallback costs bytes, not CPU).
+// The hybrid costs an ML-KEM-768 key generation and decapsulation per
+// handshake; every full handshake keeps it (README, "Bridge key exchange
+// and resumption").
 func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
 	cfg := lc.template()
 	cfg.GetClientCertificate = lc.clientCertificate(cfg.GetClientCertificate, cfg.Certificates)
@@ -55,6 +58,11 @@ func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
 		store = lc.route.sessions
 	}
 	cfg.ClientSessionCache = legSessions{lc: lc, store: store}
+	if cfg.CurvePreferences == nil && !lc.full && lc.resumeClassically(cfg) {
+		lc.classical = true
+		cfg.CurvePreferences = resumeKeyExchanges
+		cfg.VerifyConnection = refuseClassicalFull(cfg.VerifyConnection)
+	}
 	return cfg
 }
 

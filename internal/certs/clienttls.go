@@ -24,7 +24,8 @@ type ClientTLSConfig struct {
 	// it (the SNI the client sent, or the name a check uses).
 	ServerName string
 	// CurvePreferences are the key exchanges offered; nil: crypto/tls's
-	// default.
+	// default (for bridged traffic, sni offers classical groups only when
+	// it resumes a session).
 	CurvePreferences []tls.CurveID
 	// SessionCacheSize bounds the session cache; 0: DefaultSessionCacheSize.
 	SessionCacheSize int

@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -25,6 +26,7 @@ const leafBackdate = 5 * time.Minute
 type issuer struct {
 	cert      *x509.Certificate
 	key       crypto.Signer
+	chain     [][]byte // what follows a minted leaf: servedChain(cert)
 	file      string   // ca.crt, for error messages
 	permitted []string // canonical PermittedDNSDomains; empty: any name
 	excluded  []string // canonical ExcludedDNSDomains
@@ -46,8 +48,20 @@ func newIssuer(pair *tls.Certificate, file string, now time.Time) (*issuer, erro
 	case !now.Before(c.NotAfter):
 		return nil, fmt.Errorf("CA %s expired at %s; create a new one with snigate ca init --force", file, c.NotAfter.UTC().Format(time.RFC3339))
 	}
-	return &issuer{cert: c, key: key, file: file,
+	return &issuer{cert: c, key: key, file: file, chain: servedChain(c),
 		permitted: canonicalNames(c.PermittedDNSDomains), excluded: canonicalNames(c.ExcludedDNSDomains)}, nil
+}
+
+// servedChain is what a handshake sends after a leaf the CA c signed: c,
+// unless c is a root (self-signed, as snigate ca init makes it). A client
+// must already trust a root, so sending it only costs bytes on every full
+// handshake and work in the client's chain building; RFC 8446 section
+// 4.4.2 lets the server omit it.
+func servedChain(c *x509.Certificate) [][]byte {
+	if bytes.Equal(c.RawIssuer, c.RawSubject) && c.CheckSignatureFrom(c) == nil {
+		return nil
+	}
+	return [][]byte{c.Raw}
 }
 
 func canonicalNames(in []string) []string {
@@ -174,7 +188,7 @@ func (is *issuer) issue(name string, now time.Time, validity time.Duration) (*tl
 	if err != nil {
 		return nil, fmt.Errorf("parse minted certificate for %s: %w", name, err)
 	}
-	return &tls.Certificate{Certificate: [][]byte{der, is.cert.Raw}, PrivateKey: key, Leaf: leaf}, nil
+	return &tls.Certificate{Certificate: append([][]byte{der}, is.chain...), PrivateKey: key, Leaf: leaf}, nil
 }
 
 // randomSerial is a positive random serial number of at most 127 bits.

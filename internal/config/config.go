@@ -174,8 +174,8 @@ type Serve struct {
 	Cert, Key     string // a fixed certificate and its key
 	CACert, CAKey string // a CA that mints a leaf per SNI name
 	// KeyExchanges are the TLS key exchanges the client leg accepts, as
-	// tls.Config.CurvePreferences; nil: crypto/tls's default (the
-	// post-quantum hybrid when the client offers it).
+	// tls.Config.CurvePreferences; nil: sni's default (X25519 when the
+	// client sent an X25519 share, else the post-quantum hybrid).
 	KeyExchanges []tls.CurveID
 	// MinVersion is the lowest TLS version the client leg accepts
 	// (tls.VersionTLS12 or tls.VersionTLS13); 0: TLS 1.2.
@@ -205,8 +205,9 @@ type UpstreamTLS struct {
 	CA         string // PEM bundle to verify upstreams; "": system roots
 	ServerName string // name to verify; "": the SNI the client sent
 	// KeyExchanges are the TLS key exchanges offered upstream, as
-	// tls.Config.CurvePreferences; nil: crypto/tls's default, which puts
-	// the post-quantum hybrid X25519MLKEM768 first.
+	// tls.Config.CurvePreferences; nil: sni's default, crypto/tls's (the
+	// post-quantum hybrid X25519MLKEM768 first) on full handshakes and
+	// classical groups on resumptions.
 	KeyExchanges []tls.CurveID
 }
 

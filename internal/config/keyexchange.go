@@ -35,9 +35,11 @@ func keyExchangeID(name string) (tls.CurveID, bool) {
 // leg) or serve (the client leg) as a tls.Config.CurvePreferences list:
 // names in IANA, Go or OpenSSL spelling, any case; a name listed twice is
 // an error, a second spelling of the same key exchange is dropped. Empty
-// (nil) keeps crypto/tls's default (post-quantum X25519MLKEM768 hybrid,
-// then X25519 and the NIST curves); crypto/tls ignores the order, a listed
-// hybrid is always offered first.
+// (nil) leaves the choice to package sni: X25519 on the node leg when the
+// node sent an X25519 share; on the upstream leg crypto/tls's default
+// (post-quantum X25519MLKEM768 hybrid first) on full handshakes and
+// classical groups on resumptions. crypto/tls ignores the order, a listed
+// hybrid is always offered (and taken) first.
 func (p *parser) keyExchanges(f fields) []tls.CurveID {
 	var out []tls.CurveID
 	seen := dupChecker{}
