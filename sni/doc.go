@@ -5,12 +5,15 @@
 // connection to its route's target:
 //
 //   - splice: the raw bytes go to an upstream (optionally after a PROXY
-//     v1/v2 header); TLS stays end to end. Bytes move with splice(2)
-//     through a pooled pipe only while they are queued, and a direction
-//     idle for 200ms parks in the server's epoll set without a
-//     goroutine, so an idle tunnel holds its two sockets, no pipe and no
-//     goroutine. Listen opens listeners whose connections skip Go's
-//     default TCP keepalive.
+//     v1/v2 header); TLS stays end to end. On Linux, the connections of a
+//     listener from Listen or WrapListener run in the server's event loops
+//     (one per GOMAXPROCS, epoll on raw descriptors, no goroutine or
+//     timer per connection); anything off the common path goes to a
+//     goroutine per connection with the bytes read so far. Bytes are
+//     copied through the loop's buffer in small bursts and spliced
+//     (splice(2), a pooled pipe held only while bytes are queued) in
+//     streams, so an idle tunnel holds its two sockets, no pipe and no
+//     goroutine. Listen's connections skip Go's default TCP keepalive.
 //   - bridge: the client's TLS is terminated with the route's serving
 //     certificate; during that handshake a TLS connection to the upstream
 //     is opened with the client's ALPN list and the edge's client

@@ -224,7 +224,7 @@ func (l *eventLoop) wait() (int, error) {
 	var werr error
 	err := l.rc.Read(func(uintptr) bool {
 		for {
-			n, werr = unix.EpollWait(l.epfd, l.events, 0)
+			n, werr = rawEpollWaitNow(l.epfd, l.events)
 			if werr != unix.EINTR {
 				break
 			}
@@ -418,7 +418,7 @@ func (l *eventLoop) register(fd int, c *lconn, kind uint64) error {
 		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
 		Fd:     int32(uint32(tok)), Pad: int32(uint32(tok >> 32)),
 	}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	if err := rawEpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	return nil

@@ -52,7 +52,6 @@ type lconn struct {
 	hosts    []*upstream.Host
 	next     int // index of the candidate being tried
 	release  func()
-	sa       unix.Sockaddr
 	started  time.Time // of the connect
 	connBy   time.Time // timeouts.connect of the whole connect
 	attempt  time.Time // of the attempt on the current candidate
@@ -162,7 +161,7 @@ type helloFD struct{ c *lconn }
 
 func (h helloFD) Read(b []byte) (int, error) {
 	for {
-		n, err := unix.Read(h.c.cfd, b)
+		n, err := rawRead(h.c.cfd, b)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -190,7 +189,7 @@ func (h helloFD) Read(b []byte) (int, error) {
 func (l *eventLoop) handoff(c *lconn, routed bool) {
 	s, ss := l.s, c.ss
 	delete(l.conns, c.id)
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.cfd, nil)
+	rawEpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.cfd, nil)
 	c.state = stDone
 	c.own.Store(ownClosed) // from now on ss.conn is the net.Conn
 	nc, err := fdNetConn(c.cfd)
@@ -282,7 +281,7 @@ func (l *eventLoop) end(c *lconn, result string, err error) {
 	s, ss := l.s, c.ss
 	delete(l.conns, c.id)
 	if c.ufd >= 0 {
-		unix.Close(c.ufd)
+		rawClose(c.ufd)
 		c.ufd = -1
 	}
 	for i := range c.dirs {
@@ -296,7 +295,7 @@ func (l *eventLoop) end(c *lconn, result string, err error) {
 		c.release = nil
 	}
 	if c.own.CompareAndSwap(ownLoop, ownClosed) {
-		unix.Close(c.cfd)
+		rawClose(c.cfd)
 	}
 	routed := c.state >= stConnect
 	c.state = stDone

@@ -65,27 +65,13 @@ func (l *eventLoop) dial(c *lconn) {
 	c.attempt = attemptDeadline(l.now, c.connBy, len(c.hosts)-c.next)
 	l.due(c.attempt)
 	c.state = stConnect
-	fail := func(op string, err error) {
-		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError(op, err)})
-	}
-	family := unix.AF_INET
-	if ap.Addr().Is4() || ap.Addr().Is4In6() {
-		c.sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
-	} else {
-		family = unix.AF_INET6
-		c.sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	rs := newRawSockaddr(ap)
+	fd, op, err := rawSocketConnect(&rs)
 	if err != nil {
-		fail("socket", err)
+		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError(op, err)})
 		return
 	}
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c.ufd, c.ur, c.uw, c.uerr, c.uhup = fd, false, false, false, false
-	if err := unix.Connect(fd, c.sa); err != nil && err != unix.EINPROGRESS && err != unix.EINTR {
-		fail("connect", err)
-		return
-	}
 	if err := l.register(fd, c, tokUpstream); err != nil {
 		l.attemptFailed(c, err)
 		return
@@ -138,7 +124,7 @@ func (l *eventLoop) connectDone(c *lconn) {
 // writev, unless the socket is full), then starts the tunnel.
 func (l *eventLoop) writeReplay(c *lconn) {
 	for len(c.pend) > 0 {
-		n, err := unix.Writev(c.ufd, c.pend)
+		n, err := rawWritev(c.ufd, c.pend)
 		switch err {
 		case nil:
 		case unix.EINTR:
@@ -165,7 +151,7 @@ func (l *eventLoop) writeReplay(c *lconn) {
 	ss.up.Add(n)
 	ss.rm.addBytes(DirectionUpstream, n)
 	ss.releaseHello()
-	c.pend, c.hosts, c.errs, c.sa = nil, nil, nil, nil
+	c.pend, c.hosts, c.errs = nil, nil, nil
 	l.startTunnel(c)
 }
 
@@ -184,7 +170,7 @@ func (l *eventLoop) attemptFailed(c *lconn, err error) {
 		"route", ss.route.Name, "upstream", h.Addr(), "err", err)
 	c.errs = append(c.errs, fmt.Errorf("%s: %w", h.Addr(), err))
 	if c.ufd >= 0 {
-		unix.Close(c.ufd)
+		rawClose(c.ufd)
 		c.ufd = -1
 	}
 	c.next++

@@ -174,11 +174,11 @@ func (l *eventLoop) dropListener(ln *loopListener) {
 // accept takes up to acceptBatch connections from ln.
 func (l *eventLoop) accept(ln *loopListener) {
 	for range acceptBatch {
-		fd, sa, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, raddr, err := rawAccept4(ln.fd)
 		switch err {
 		case nil:
 			delete(l.backoffs, ln)
-			l.admit(ln, fd, sa)
+			l.admit(ln, fd, raddr)
 			continue
 		case unix.EAGAIN:
 			return
@@ -199,7 +199,7 @@ func (l *eventLoop) accept(ln *loopListener) {
 		b := nextBackoff(l.backoffs[ln])
 		l.backoffs[ln] = b
 		l.s.log.Warn("accept failed; retrying", "listener", ln.label, "err", serr, "backoff", b)
-		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
+		rawEpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
 		until := l.now.Add(b)
 		l.paused[ln] = until
 		l.due(until)
@@ -224,10 +224,9 @@ func acceptRetryable(err error) bool {
 // connection, as Server.accept does, and starts reading its ClientHello.
 // One from a trusted balancer goes to the goroutine path, which reads its
 // PROXY header first.
-func (l *eventLoop) admit(ln *loopListener, fd int, sa unix.Sockaddr) {
+func (l *eventLoop) admit(ln *loopListener, fd int, raddr *net.TCPAddr) {
 	s := l.s
 	cfg := s.cfg.Load()
-	raddr := sockaddrTCP(sa)
 	if len(cfg.ProxyProtocolFrom) > 0 && inPrefixes(cfg.ProxyProtocolFrom, raddr) {
 		c, err := fdNetConn(fd)
 		if err != nil {
