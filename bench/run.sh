@@ -74,6 +74,10 @@ CLIENT_GROUPS=${CLIENT_GROUPS:-default} # bridge clients offer Go's default grou
 DNS=${DNS:-1}
 HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
 NGINX=${NGINX:-/usr/sbin/nginx}
+# NGINX_HALF_CLOSE=1: nginx's splice server keeps a half-closed connection
+# open (proxy_half_close on, off by default) and passes the FIN on, as
+# snigate and HAProxy always do: the same work per connection.
+NGINX_HALF_CLOSE=${NGINX_HALF_CLOSE:-0}
 NGINX_STREAM=${NGINX_STREAM:-/usr/lib/nginx/modules/ngx_stream_module.so}
 SNIPROXY=${SNIPROXY:-/usr/sbin/sniproxy}
 
@@ -404,6 +408,7 @@ stream {
         proxy_pass \$splice_upstream;
         proxy_connect_timeout 5s;
         proxy_timeout 1h;
+$([ "$NGINX_HALF_CLOSE" = 1 ] && echo "        proxy_half_close on;" || true)
     }
     server {
         listen 127.0.0.1:$p_nginx_bridge ssl reuseport;
@@ -732,7 +737,7 @@ version_of() { "$@" 2>&1 | head -1; }
 	echo "- snigate: GOMAXPROCS=2, --log-level warn (it logs one line per connection at info)$([ "$PROFILE" = 1 ] && echo ', run as bench/snigate-pprof (pprof endpoint on)'); built with cmd/snigate/default.pgo when present (go build's -pgo=auto)"
 	wanted snigate-x25519 && echo "- snigate-x25519: the same binary and settings, a separate process; its bridge and http routes add serve.key_exchanges and upstream_tls.key_exchanges [x25519] (X25519 on both legs, as OpenSSL 3.0 gives HAProxy and nginx, although the clients offer the hybrid first); bridge and http scenarios only"
 	echo "- HAProxy: nbthread 2, option splice-request + splice-response (maxpipes 256; splice-auto alone did not splice the download stream), no log; bridge = ssl crt bind + server ssl crt client.pem ca-file (backend session reuse on by default)"
-	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass; bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
+	echo "- nginx: worker_processes 2 (reuseport), stream ssl_preread + proxy_pass$([ "$NGINX_HALF_CLOSE" = 1 ] && echo ", proxy_half_close on (NGINX_HALF_CLOSE=1)" || echo ", proxy_half_close off (its default: a FIN from either side closes both)"); bridge = stream ssl + proxy_ssl_certificate, proxy_ssl_session_reuse on; no access log"
 	echo "- sniproxy: one process (single-threaded by design), table with the name, no access log; splice scenarios only"
 	echo "- http scenarios (7): the registry is a Go net/http server (mTLS, h2 and http/1.1 by ALPN; 16 small blobs of 4 KiB, a large blob of $BIG_BLOB_MIB MiB generated from a pattern); the client is Go net/http speaking HTTP/1.1 to every target (ALPN http/1.1 only, although snigate also offers h2), fresh connections without session cache in http-manifest, keep-alive ones otherwise; $HTTP_TIME per http-manifest and http-blobs measurement, the large blob over $HTTP_STREAMS connection(s) for $TPUT_TIME; every proxy sets X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and Forwarded from the client's address"
 	echo "- http targets: snigate = a bridge route with http: {} on the same listener (upstream leg: its own pool, h2 as the registry offers it)$([ "${http_ok[snigate]:-}" = 1 ] || echo ', not in this run: snigate check rejected the http route'); nginx = http proxy_pass https:// to an upstream block with keepalive 64, proxy_http_version 1.1, Connection \"\", proxy_ssl_certificate, 16k buffers and no temporary files; HAProxy = mode http, http-reuse always, ssl crt on the server line (both HTTP/1.1 upstream)"
