@@ -538,7 +538,10 @@ func (w *world) reloadGateway(t *testing.T, spec gatewaySpec) {
 		return ok, rejected
 	}
 	ok0, rej0 := count()
-	if err := os.WriteFile(w.gw.config, []byte(spec.yaml()), 0o644); err != nil {
+	// Replaced whole: the gateway watches the file, and a write in place
+	// can be read half done (an empty file, a rejected reload; seen
+	// once in make test).
+	if err := writeFileAtomic(w.gw.config, []byte(spec.yaml())); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.gw.proc.cmd.Process.Signal(syscall.SIGHUP); err != nil {

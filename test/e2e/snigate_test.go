@@ -339,3 +339,14 @@ func (g *gateway) healthChanges(route, upstream string) ([]string, error) {
 	})
 	return to, err
 }
+
+// writeFileAtomic replaces path with data through a temporary file in the
+// same directory and a rename, so that a reader (the gateway's file
+// watcher) sees the old file or the new one, never a half-written one.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
