@@ -45,17 +45,22 @@ func (s *Server) accept(c net.Conn, label, kind string) {
 		res, err = s.track(ss)
 	}
 	if res != "" {
-		// A client over its own limit is held in the tarpit (finish),
-		// not closed: closing at once would answer a reconnect loop
-		// with as many accepts as it can dial.
-		ss.tarpit = res == resultClientLimit
-		ss.end(res, err)
-		s.finish(ss)
-		s.warnRefusal(ss, res)
+		s.refuse(ss, res, err)
 		return
 	}
 	s.enterHandshake(ss)
 	go s.serveConn(ss)
+}
+
+// refuse ends a connection that admission refused with res. A client
+// over its own limit is held in the tarpit (finish), not closed: closing
+// at once would answer a reconnect loop with as many accepts as it can
+// dial.
+func (s *Server) refuse(ss *session, res string, err error) {
+	ss.tarpit = res == resultClientLimit
+	ss.end(res, err)
+	s.finish(ss)
+	s.warnRefusal(ss, res)
 }
 
 // checkAllow applies listen.allow to the client address.

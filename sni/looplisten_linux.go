@@ -248,10 +248,7 @@ func (l *eventLoop) admit(ln *loopListener, fd int, raddr *net.TCPAddr) {
 	if res != "" {
 		delete(l.conns, c.id)
 		c.own.Store(ownReleased) // finish closes it, or the tarpit holds it
-		ss.tarpit = res == resultClientLimit
-		ss.end(res, err)
-		s.finish(ss)
-		s.warnRefusal(ss, res)
+		s.refuse(ss, res, err)
 		return
 	}
 	s.enterHandshake(ss)
