@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"unsafe"
 
 	"github.com/snigate/snigate/names"
 	"golang.org/x/sys/unix"
@@ -186,9 +187,10 @@ func (l *eventLoop) attemptFailed(c *lconn, err error) {
 
 // localAddr asks the kernel for a socket's local address.
 func localAddr(fd int) net.Addr {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
+	var rsa unix.RawSockaddrAny
+	l := uint32(unix.SizeofSockaddrAny)
+	if _, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l))); e != 0 {
 		return &net.TCPAddr{}
 	}
-	return sockaddrTCP(sa)
+	return rawSockaddrTCP(&rsa)
 }

@@ -262,23 +262,6 @@ func (l *eventLoop) admit(ln *loopListener, fd int, raddr *net.TCPAddr) {
 	l.due(c.deadline())
 }
 
-// sockaddrTCP converts accept's peer address.
-func sockaddrTCP(sa unix.Sockaddr) *net.TCPAddr {
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(append([]byte(nil), sa.Addr[:]...)), Port: sa.Port}
-	case *unix.SockaddrInet6:
-		a := &net.TCPAddr{IP: net.IP(append([]byte(nil), sa.Addr[:]...)), Port: sa.Port}
-		if sa.ZoneId != 0 {
-			if ifi, err := net.InterfaceByIndex(int(sa.ZoneId)); err == nil {
-				a.Zone = ifi.Name
-			}
-		}
-		return a
-	}
-	return &net.TCPAddr{}
-}
-
 // fdNetConn hands a socket the loop owned to the runtime poller.
 func fdNetConn(fd int) (net.Conn, error) {
 	f := os.NewFile(uintptr(fd), "")

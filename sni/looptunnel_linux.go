@@ -125,8 +125,9 @@ func (l *eventLoop) pump(c *lconn, i int) bool {
 		w := 0
 		if *dstW {
 			w, err = rawWrite(dst, l.buf[:n])
-			if !l.wrote(c, i, w, err, dstW, dstSide) && c.state != stTunnel {
-				return false
+			l.wrote(c, i, w, err, dstW, dstSide)
+			if c.state != stTunnel {
+				return false // the write failed: the tunnel is over
 			}
 		}
 		if w < n {

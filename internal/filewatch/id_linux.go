@@ -13,6 +13,6 @@ func sysID(fi os.FileInfo, id *ID) {
 	if !ok {
 		return
 	}
-	id.dev, id.ino = uint64(st.Dev), st.Ino
-	id.ctime = unixNano(st.Ctim.Sec, st.Ctim.Nsec)
+	id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
+	id.ctime = unixNano(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)) // int32 on 32-bit Linux
 }
