@@ -51,29 +51,12 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 	fail := func(op string, err error) error {
 		return &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: os.NewSyscallError(op, err)}
 	}
-	var sa unix.Sockaddr
-	family := unix.AF_INET
-	if ap.Addr().Is4() || ap.Addr().Is4In6() {
-		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
-	} else {
-		family = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	// With TCP_NODELAY, as net does for every TCP connection: spliced
+	// bytes go out as they come, not held back for Nagle.
+	rs := newRawSockaddr(ap)
+	fd, op, err := rawSocketConnect(&rs)
 	if err != nil {
-		return nil, fail("socket", err)
-	}
-	// As net does for every TCP connection: spliced bytes go out as they
-	// come, not held back for Nagle.
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	inProgress := false
-	switch err := unix.Connect(fd, sa); err {
-	case nil:
-	case unix.EINPROGRESS, unix.EINTR:
-		inProgress = true
-	default:
-		unix.Close(fd)
-		return nil, fail("connect", err)
+		return nil, fail(op, err)
 	}
 	f := os.NewFile(uintptr(fd), "tcp "+ap.String())
 	rc, err := f.SyscallConn()
@@ -86,9 +69,6 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 		f.Close()
 		return nil, fail("connect", net.ErrClosed)
 	}
-	if !inProgress {
-		return c, nil
-	}
 	if !deadline.IsZero() {
 		f.SetWriteDeadline(deadline)
 	}
@@ -98,7 +78,7 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 	// the connection's error.
 	var soErr error
 	werr := rc.Write(func(fd uintptr) bool {
-		switch err := unix.Connect(int(fd), sa); err {
+		switch err := rawConnect(int(fd), &rs); err {
 		case unix.EISCONN:
 		case unix.EALREADY, unix.EINPROGRESS, unix.EINTR:
 			return false

@@ -140,12 +140,21 @@ func rawSocketConnect(rs *rawSockaddr) (fd int, op string, err error) {
 	fd = int(r)
 	one := int32(1)
 	unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, uintptr(unsafe.Pointer(&one)), 4, 0)
-	_, _, e = unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rs.any)), uintptr(rs.len))
-	if e != 0 && e != unix.EINPROGRESS && e != unix.EINTR {
+	if err := rawConnect(fd, rs); err != nil && err != unix.EINPROGRESS && err != unix.EINTR {
 		rawClose(fd)
-		return -1, "connect", e
+		return -1, "connect", err
 	}
 	return fd, "", nil
+}
+
+// rawConnect is connect(2); called again on a connecting socket it answers
+// EISCONN once connected, EALREADY while in progress, or the error.
+func rawConnect(fd int, rs *rawSockaddr) error {
+	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rs.any)), uintptr(rs.len))
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // rawWritev writes up to two buffers in one writev(2).
