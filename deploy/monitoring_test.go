@@ -86,6 +86,7 @@ var knownMetrics = map[string][]string{
 var histograms = []string{
 	"snigate_upstream_connect_seconds", "snigate_client_hello_seconds",
 	"snigate_connection_duration_seconds", "snigate_dns_query_duration_seconds",
+	"snigate_http_request_duration_seconds",
 }
 
 // metricLabels returns the labels a series name may carry, histogram
@@ -213,6 +214,11 @@ func TestAlertRules(t *testing.T) {
 		"SnigateDNSForwarderDown":         "snigate_dns_upstream_up",
 		"SnigateDNSTCPConnectionsRefused": "snigate_dns_tcp_connections_refused_total",
 		"SnigateAuditRecordsDropped":      "snigate_http_audit_dropped_total",
+		"SnigateNoGatewayAnswered":        "snigate_dns_answer_up",
+		"SnigateHTTPUpstreamErrors":       "snigate_http_requests_total",
+		"SnigateHTTPRefusals":             "snigate_http_refused_total",
+		"SnigateCacheFailing":             "snigate_cache_errors_total",
+		"SnigateNodeCertificatesRefused":  "snigate_client_auth_failures_total",
 	}
 	for name, series := range required {
 		if !strings.Contains(alerts[name], series) {
@@ -244,7 +250,9 @@ func TestPromtoolRules(t *testing.T) {
 // rule that keeps firing after the fix (as the increase() form did) fails.
 func TestRulesTestedByPromtool(t *testing.T) {
 	text := string(readFile(t, rulesTestPath))
-	for _, alert := range []string{"SnigateConfigReloadFailed", "SnigateGatewayLeftOutOfDNS"} {
+	for _, alert := range []string{"SnigateConfigReloadFailed", "SnigateGatewayLeftOutOfDNS",
+		"SnigateNoGatewayAnswered", "SnigateHTTPUpstreamErrors", "SnigateHTTPRefusals",
+		"SnigateCacheFailing", "SnigateNodeCertificatesRefused"} {
 		if !strings.Contains(text, "alertname: "+alert) {
 			t.Errorf("%s: no case for %s", rulesTestPath, alert)
 		}
@@ -292,6 +300,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	ids := map[int]bool{}
 	exprs := 0
+	var allExprs []string
 	var walk func(ps []panel)
 	walk = func(ps []panel) {
 		for _, p := range ps {
@@ -304,6 +313,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			}
 			for _, tg := range p.Targets {
 				exprs++
+				allExprs = append(allExprs, tg.Expr)
 				for _, err := range checkExpr(grafanaVars.Replace(tg.Expr)) {
 					t.Errorf("panel %q: %v", p.Title, err)
 				}
@@ -322,5 +332,18 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	if exprs < 10 {
 		t.Errorf("dashboard: %d queries, want the overview to cover traffic, upstreams, DNS, certificates", exprs)
+	}
+	// Each capability has a panel: the HTTP bridge (codes, latency,
+	// refusals), the cache (hits, uplink bytes, bypasses), node identity and
+	// the answer check.
+	for _, series := range []string{
+		"snigate_http_requests_total", "snigate_http_request_duration_seconds_bucket",
+		"snigate_http_refused_total", "snigate_cache_requests_total",
+		"snigate_cache_upstream_bytes_total", "snigate_cache_errors_total",
+		"snigate_client_auth_failures_total", "snigate_dns_answer_up",
+	} {
+		if !slices.ContainsFunc(allExprs, func(e string) bool { return strings.Contains(e, series) }) {
+			t.Errorf("dashboard: no panel queries %s", series)
+		}
 	}
 }
