@@ -73,6 +73,7 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex.fail(err, false)
 	status := UpstreamErrorStatus(err)
 	b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
-		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField), "path", bound(r.URL.Path, MaxAuditField), "status", status,
+		"err", bound(err.Error(), MaxAuditError))
 	writeOCIError(w, status, codeUnavailable, err.Error())
 }
