@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -80,7 +81,10 @@ type Config struct {
 	// requests. nil: the pool is kept until Close.
 	UpstreamIdentity func() string
 	// DialContext opens TCP connections to upstreams and to the hosts
-	// redirects lead to. nil: a net.Dialer.
+	// redirects lead to. nil: a net.Dialer (for redirects, one whose
+	// Control hook refuses the addresses RedirectAllow does not allow,
+	// before connecting; with a DialContext of the caller's, the peer is
+	// checked once connected).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// ConnectTimeout bounds each upstream attempt, TCP plus TLS
 	// handshake. 0: DefaultConnectTimeout.
@@ -107,6 +111,12 @@ type Config struct {
 	// RedirectRoots are the roots trusted for the hosts redirects lead
 	// to (system roots plus upstream_tls.ca). nil: system roots.
 	RedirectRoots *x509.CertPool
+	// RedirectAllow are the addresses a followed redirect may connect to
+	// although they are loopback, link-local, unspecified, multicast or
+	// one of the gateway's own interface addresses, all refused
+	// otherwise (private ranges such as 10.0.0.0/8 are always allowed).
+	// nil: none.
+	RedirectAllow []netip.Prefix
 
 	Cache   Cache     // nil: no cache (the audit's cache is "")
 	Audit   *AuditLog // nil: no audit records; the caller closes it
@@ -147,9 +157,6 @@ func withDefaults(cfg Config) (Config, repoAllowList, error) {
 	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
 	cfg.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	cfg.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
-	if cfg.DialContext == nil {
-		cfg.DialContext = (&net.Dialer{}).DialContext
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
