@@ -33,7 +33,7 @@ const (
 	// DefaultMaxHeaderBytes bounds a node request's request line and
 	// headers (HTTP/1.1; net/http adds 4 KiB of slack) and the
 	// uncompressed header list of an HTTP/2 request (SETTINGS_MAX_HEADER_LIST_SIZE):
-	// above it the node gets 431 (HTTP/1.1) or the stream is refused.
+	// above it the node gets 431.
 	// Registry requests carry a path under 1 KiB and a bearer token of a
 	// few KiB.
 	DefaultMaxHeaderBytes = 64 << 10
