@@ -60,7 +60,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 	if ref.status == http.StatusMethodNotAllowed {
 		rq.rec.Header().Set("Allow", strings.Join(b.policy.methods, ", "))
 	}
-	writeOCIError(rq.rec, ref.status, codeDenied, ref.msg)
+	writeOCIError(rq.rec, ref.status, codeDenied, bound(ref.msg, MaxAuditError)) // it may quote the node's Host or path
 }
 
 // finish counts the request and writes its audit record. It runs
