@@ -133,18 +133,17 @@ func (r *redirector) follow(req *http.Request, resp *http.Response) (*http.Respo
 	return resp, nil
 }
 
-// failed counts and logs a redirect that could not be followed: refused
-// (its target address) or failed; the node's request was cancelled is
-// neither.
+// failed counts a redirect that could not be followed, refused (its
+// target address) or failed, and logs it unless the node went away.
 func (r *redirector) failed(req *http.Request, err error) (*http.Response, error) {
-	if req.Context().Err() != nil {
-		return nil, err
-	}
 	result, msg := RedirectFailed, "following the registry's redirect failed"
 	if errors.Is(err, errRedirectTarget) {
 		result, msg = RedirectRefused, "the registry's redirect was not followed: its target address is refused"
 	}
 	r.cfg.Metrics.redirect(r.cfg.Route, result)
+	if req.Context().Err() != nil {
+		return nil, err
+	}
 	r.warn.log(r.cfg.Log, slog.LevelWarn, result, msg, "route", r.cfg.Route,
 		"client", clientString(connFrom(req.Context())), "method", bound(req.Method, MaxAuditField),
 		"path", bound(req.URL.Path, MaxAuditField), "result", result, "err", bound(err.Error(), MaxAuditError))
