@@ -35,6 +35,10 @@ type AuditRecord struct {
 	Cache    string        // hit, miss, bypass, offline; "" without a cache
 	Upstream string        // the upstream that answered, "" if none did
 	Error    string        // what went wrong, "" when nothing did
+	// Refusal is the policy's reason (host, method, repository) when
+	// the gateway refused the request itself: such records are
+	// aggregated per client (DefaultAuditRefusalWindow). "": not refused.
+	Refusal string
 }
 
 // auditLine is the record's JSON form, fields in the contract's order.
@@ -54,15 +58,21 @@ type auditLine struct {
 	Cache      string  `json:"cache"`
 	Upstream   string  `json:"upstream"`
 	Error      string  `json:"error"`
+	// Suppressed: how many more refusals of the same client, route and
+	// reason were counted, not written, since the previous record for
+	// them (DefaultAuditRefusalWindow).
+	Suppressed int `json:"suppressed,omitempty"`
 }
 
+// line is the record's JSON form, every string within its bound
+// (MaxAuditField, MaxAuditError).
 func (r *AuditRecord) line() auditLine {
 	return auditLine{
 		Time: r.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Route: r.Route, Client: r.Client, Node: r.Node,
 		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference,
 		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
 		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Upstream: r.Upstream, Error: r.Error,
-	}
+	}.bounded()
 }
 
 // AuditLog is one route's handle on an audit file, opened with OpenAudit.
@@ -134,11 +144,24 @@ func (nopCloser) Close() error { return nil }
 
 // Write queues rec for the writer; when the queue is full the record is
 // dropped and counted (snigate_http_audit_dropped_total{reason="queue_full"}).
+// A refusal (rec.Refusal set) repeated by its client within
+// DefaultAuditRefusalWindow is held back and counted instead, and the
+// window's last one is written at its end with the count.
 func (a *AuditLog) Write(rec *AuditRecord) {
 	if a == nil {
 		return
 	}
-	a.f.enqueue(rec.line())
+	l := rec.line()
+	if rec.Refusal != "" {
+		write, summary := a.f.refusals.admit(l, rec.Refusal, time.Now())
+		if summary != nil {
+			a.f.enqueue(*summary)
+		}
+		if !write {
+			return
+		}
+	}
+	a.f.enqueue(l)
 }
 
 // Reopen makes the writer close and reopen the file (logrotate, SIGHUP,
@@ -193,6 +216,9 @@ type auditFile struct {
 	buf    bytes.Buffer
 	enc    *json.Encoder
 	warn   warnLimiter
+	// refusals holds back repeated refusals; the writer writes the
+	// summaries of the windows that end.
+	refusals *refusalAggregator
 }
 
 // startAudit opens the file and starts its writer.
@@ -208,6 +234,7 @@ func startAudit(path string, open func() (io.WriteCloser, error), queue int, log
 		path: path, open: open, log: log, m: m, w: w,
 		queue: make(chan auditLine, queue), reopen: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
+		refusals: newRefusalAggregator(DefaultAuditRefusalWindow),
 	}
 	f.enc = json.NewEncoder(&f.buf)
 	f.enc.SetEscapeHTML(false)
@@ -230,6 +257,8 @@ func (f *auditFile) enqueue(l auditLine) {
 // the new file.
 func (f *auditFile) run() {
 	defer close(f.done)
+	sweep := time.NewTicker(f.refusals.window / 4)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-f.reopen:
@@ -242,6 +271,8 @@ func (f *auditFile) run() {
 			f.reopenFile()
 		case l := <-f.queue:
 			f.writeBatch(l)
+		case now := <-sweep.C:
+			f.writeSummaries(f.refusals.sweep(now))
 		case <-f.quit:
 			f.drainQueue()
 			return
@@ -262,9 +293,17 @@ func (f *auditFile) drainQueue() {
 		case l := <-f.queue:
 			f.writeBatch(l)
 		default:
+			f.writeSummaries(f.refusals.flush())
 			f.err = f.w.Close()
 			return
 		}
+	}
+}
+
+// writeSummaries writes the records that end refusal windows.
+func (f *auditFile) writeSummaries(lines []auditLine) {
+	for _, l := range lines {
+		f.writeBatch(l)
 	}
 }
 

@@ -129,7 +129,7 @@ func (b *Bridge) newServer(ctx context.Context, nc *nodeConn) *http.Server {
 	return &http.Server{
 		Handler:           b,
 		ReadHeaderTimeout: b.cfg.ReadHeaderTimeout,
-		MaxHeaderBytes:    1 << 20,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes, // HTTP/2: the header list size too
 		ErrorLog:          b.errLog,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -29,6 +30,13 @@ const (
 	// DefaultUpstreamIdleTimeout closes upstream connections idle this
 	// long.
 	DefaultUpstreamIdleTimeout = 90 * time.Second
+	// DefaultMaxHeaderBytes bounds a node request's request line and
+	// headers (HTTP/1.1; net/http adds 4 KiB of slack) and the
+	// uncompressed header list of an HTTP/2 request (SETTINGS_MAX_HEADER_LIST_SIZE):
+	// above it the node gets 431.
+	// Registry requests carry a path under 1 KiB and a bearer token of a
+	// few KiB.
+	DefaultMaxHeaderBytes = 64 << 10
 	// MaxRedirects is how many redirects to other hosts are followed
 	// for one request.
 	MaxRedirects = 5
@@ -73,7 +81,10 @@ type Config struct {
 	// requests. nil: the pool is kept until Close.
 	UpstreamIdentity func() string
 	// DialContext opens TCP connections to upstreams and to the hosts
-	// redirects lead to. nil: a net.Dialer.
+	// redirects lead to. nil: a net.Dialer (for redirects, one whose
+	// Control hook refuses the addresses RedirectAllow does not allow,
+	// before connecting; with a DialContext of the caller's, the peer is
+	// checked once connected).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// ConnectTimeout bounds each upstream attempt, TCP plus TLS
 	// handshake. 0: DefaultConnectTimeout.
@@ -100,6 +111,12 @@ type Config struct {
 	// RedirectRoots are the roots trusted for the hosts redirects lead
 	// to (system roots plus upstream_tls.ca). nil: system roots.
 	RedirectRoots *x509.CertPool
+	// RedirectAllow are the addresses a followed redirect may connect to
+	// although they are loopback, link-local, unspecified, multicast or
+	// one of the gateway's own interface addresses, all refused
+	// otherwise (private ranges such as 10.0.0.0/8 are always allowed).
+	// nil: none.
+	RedirectAllow []netip.Prefix
 
 	Cache   Cache     // nil: no cache (the audit's cache is "")
 	Audit   *AuditLog // nil: no audit records; the caller closes it
@@ -140,9 +157,6 @@ func withDefaults(cfg Config) (Config, repoAllowList, error) {
 	cfg.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
 	cfg.ReadHeaderTimeout = orDefault(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	cfg.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
-	if cfg.DialContext == nil {
-		cfg.DialContext = (&net.Dialer{}).DialContext
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}

@@ -43,19 +43,24 @@ type request struct {
 	rec   *recorder
 	ex    *exchange
 	cache string
+	// refusal is the policy's reason when the gateway refused the
+	// request itself, for the audit's aggregation.
+	refusal string
 }
 
 // refuse answers a refused request with the OCI error DENIED.
 func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal) {
 	rq.ex.fail(errors.New("refused: "+ref.msg), false)
+	rq.refusal = ref.reason
 	b.cfg.Metrics.refusal(b.cfg.Route, ref.reason)
 	b.warn.log(b.log, slog.LevelWarn, "refused/"+ref.reason, "http request refused",
-		"route", b.cfg.Route, "client", clientString(nc), "node", nc.Node, "method", r.Method, "host", r.Host,
-		"path", r.URL.Path, "status", ref.status, "reason", ref.reason)
+		"route", b.cfg.Route, "client", clientString(nc), "node", bound(nc.Node, MaxAuditField),
+		"method", bound(r.Method, MaxAuditField), "host", bound(r.Host, MaxAuditField),
+		"path", bound(r.URL.Path, MaxAuditField), "status", ref.status, "reason", ref.reason)
 	if ref.status == http.StatusMethodNotAllowed {
 		rq.rec.Header().Set("Allow", strings.Join(b.policy.methods, ", "))
 	}
-	writeOCIError(rq.rec, ref.status, codeDenied, ref.msg)
+	writeOCIError(rq.rec, ref.status, codeDenied, bound(ref.msg, MaxAuditError)) // it may quote the node's Host or path
 }
 
 // finish counts the request and writes its audit record. It runs
@@ -68,7 +73,8 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 		err = rq.rec.err
 	}
 	if p != nil && p != http.ErrAbortHandler {
-		b.log.Error("panic serving an http request", "route", b.cfg.Route, "method", r.Method, "path", r.URL.Path,
+		b.log.Error("panic serving an http request", "route", b.cfg.Route, "method", bound(r.Method, MaxAuditField),
+			"path", bound(r.URL.Path, MaxAuditField),
 			"panic", p, "stack", string(debug.Stack()))
 		err, p = fmt.Errorf("internal error: %v", p), http.ErrAbortHandler
 	}
@@ -80,7 +86,7 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	rec := &AuditRecord{
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
 		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
-		Cache: rq.cache, Upstream: up,
+		Cache: rq.cache, Upstream: up, Refusal: rq.refusal,
 	}
 	if err != nil {
 		rec.Error = err.Error()

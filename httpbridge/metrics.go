@@ -30,6 +30,7 @@ const (
 const (
 	RedirectFollowed = "followed" // fetched from the foreign host and streamed to the node
 	RedirectFailed   = "failed"   // following failed: the node got 502
+	RedirectRefused  = "refused"  // the target address is refused (loopback, link-local, the gateway's own...): 502
 	RedirectPassed   = "passed"   // redirects: pass, or a redirect to the registry itself
 )
 
@@ -63,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route"}),
 		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_http_redirects_total",
-			Help: "Redirects from the registry to another host: followed by the gateway, failed while following, or passed to the node.",
+			Help: "Redirects from the registry to another host: followed by the gateway, failed while following, refused (a target address of the gateway's own, loopback, link-local...), or passed to the node.",
 		}, []string{"route", "result"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_http_audit_dropped_total",
@@ -89,7 +90,7 @@ func (m *Metrics) InitRoute(route string) {
 	for _, r := range refusalReasons {
 		m.refused.WithLabelValues(route, r)
 	}
-	for _, r := range []string{RedirectFollowed, RedirectFailed, RedirectPassed} {
+	for _, r := range []string{RedirectFollowed, RedirectFailed, RedirectRefused, RedirectPassed} {
 		m.redirects.WithLabelValues(route, r)
 	}
 }

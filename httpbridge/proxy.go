@@ -2,6 +2,7 @@ package httpbridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -63,7 +64,8 @@ func (b *Bridge) modifyResponse(resp *http.Response) error {
 }
 
 // proxyError answers a request no upstream answered: 503 when none is
-// healthy, else 502, with an OCI error body; nothing when the node left.
+// healthy, else 502, with an OCI error body (NodeMessage); nothing when
+// the node left.
 func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
 	if r.Context().Err() != nil {
@@ -72,7 +74,10 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	ex.fail(err, false)
 	status := UpstreamErrorStatus(err)
-	b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
-		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-	writeOCIError(w, status, codeUnavailable, err.Error())
+	if !errors.Is(err, errRedirect) { // the redirector logged it
+		b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
+			"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
+			"path", bound(r.URL.Path, MaxAuditField), "status", status, "err", bound(err.Error(), MaxAuditError))
+	}
+	writeOCIError(w, status, codeUnavailable, NodeMessage(err))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,11 +15,19 @@ import (
 // redirector fetches what a registry's redirect to another host (blob
 // storage, a CDN) points at, so that nodes need no route to that host:
 // GET and HEAD only, at most MaxRedirects hops, trusting
-// Config.RedirectRoots, with no client certificate and no Authorization.
+// Config.RedirectRoots, with no client certificate and no Authorization,
+// and never to an address its guard refuses. A failure is logged here
+// (rate-limited) and told to the node in generic words (NodeMessage).
 type redirector struct {
 	cfg       *Config
 	transport *http.Transport
+	warn      warnLimiter
 }
+
+// redirectFailedMessage is all a node is told of a failed redirect:
+// which host, address or dial error it was would tell a node what the
+// gateway can reach.
+const redirectFailedMessage = "the registry redirected this request to another host, and the gateway could not fetch it from there; the gateway's log has the details"
 
 // errRedirect marks a failure while following a redirect (502).
 var errRedirect = errors.New("following the registry's redirect failed")
@@ -29,8 +38,9 @@ var redirectHeaders = []string{"Accept", "Accept-Encoding", "Range", "If-Range",
 	"If-Modified-Since", "If-Unmodified-Since", "User-Agent"}
 
 func newRedirector(cfg *Config) *redirector {
+	guard := &redirectGuard{allow: cfg.RedirectAllow, ownAddrs: net.InterfaceAddrs}
 	return &redirector{cfg: cfg, transport: &http.Transport{
-		DialContext:           cfg.DialContext,
+		DialContext:           guard.dialFunc(cfg.DialContext),
 		TLSClientConfig:       &tls.Config{RootCAs: cfg.RedirectRoots, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   cfg.ConnectTimeout,
 		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
@@ -103,13 +113,13 @@ func (r *redirector) follow(req *http.Request, resp *http.Response) (*http.Respo
 		loc, err := location(base, resp)
 		drain(resp)
 		if err != nil {
-			return r.failed(err)
+			return r.failed(req, err)
 		}
 		if hop > MaxRedirects {
-			return r.failed(fmt.Errorf("%w: more than %d redirects (last to %s)", errRedirect, MaxRedirects, redacted(loc)))
+			return r.failed(req, fmt.Errorf("%w: more than %d redirects (last to %s)", errRedirect, MaxRedirects, redacted(loc)))
 		}
 		if resp, err = r.fetch(req, loc); err != nil {
-			return r.failed(err)
+			return r.failed(req, err)
 		}
 		base = loc
 		if !isRedirect(resp) {
@@ -123,9 +133,31 @@ func (r *redirector) follow(req *http.Request, resp *http.Response) (*http.Respo
 	return resp, nil
 }
 
-func (r *redirector) failed(err error) (*http.Response, error) {
-	r.cfg.Metrics.redirect(r.cfg.Route, RedirectFailed)
+// failed counts a redirect that could not be followed, refused (its
+// target address) or failed, and logs it unless the node went away.
+func (r *redirector) failed(req *http.Request, err error) (*http.Response, error) {
+	result, msg := RedirectFailed, "following the registry's redirect failed"
+	if errors.Is(err, errRedirectTarget) {
+		result, msg = RedirectRefused, "the registry's redirect was not followed: its target address is refused"
+	}
+	r.cfg.Metrics.redirect(r.cfg.Route, result)
+	if req.Context().Err() != nil {
+		return nil, err
+	}
+	r.warn.log(r.cfg.Log, slog.LevelWarn, result, msg, "route", r.cfg.Route,
+		"client", clientString(connFrom(req.Context())), "method", bound(req.Method, MaxAuditField),
+		"path", bound(req.URL.Path, MaxAuditField), "result", result, "err", bound(err.Error(), MaxAuditError))
 	return nil, err
+}
+
+// NodeMessage is what a node is told of err, the failure to answer its
+// request: err's text, but for a redirect that could not be followed
+// only that it could not (the log and the audit record have the facts).
+func NodeMessage(err error) string {
+	if errors.Is(err, errRedirect) {
+		return redirectFailedMessage
+	}
+	return err.Error()
 }
 
 // fetch requests loc with the node's method and its allowed headers.
@@ -147,7 +179,7 @@ func (r *redirector) fetch(req *http.Request, loc *url.URL) (*http.Response, err
 	}
 	resp, err := r.transport.RoundTrip(out)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", errRedirect, loc.Host, err)
+		return nil, fmt.Errorf("%w: %s: %w", errRedirect, redacted(loc), err)
 	}
 	return resp, nil
 }

@@ -202,7 +202,11 @@ func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string) (net
 }
 
 func (u *upstreamClient) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
-	raw, err := u.cfg.DialContext(ctx, network, addr)
+	dial := u.cfg.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}

@@ -64,7 +64,7 @@ func (c *Cache) upstreamFailed(w http.ResponseWriter, r *http.Request, req httpb
 	if r.Context().Err() != nil {
 		return // the node went away
 	}
-	httpbridge.WriteError(w, httpbridge.UpstreamErrorStatus(err), "UNAVAILABLE", err.Error())
+	httpbridge.WriteError(w, httpbridge.UpstreamErrorStatus(err), "UNAVAILABLE", httpbridge.NodeMessage(err))
 }
 
 // fillFailed answers a request whose fill failed before its first byte.
@@ -78,5 +78,5 @@ func (c *Cache) fillFailed(w http.ResponseWriter, r *http.Request, req httpbridg
 		httpbridge.WriteError(w, st.status, "DENIED", err.Error())
 		return
 	}
-	httpbridge.WriteError(w, http.StatusBadGateway, "UNAVAILABLE", err.Error())
+	httpbridge.WriteError(w, http.StatusBadGateway, "UNAVAILABLE", httpbridge.NodeMessage(err))
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -254,11 +255,14 @@ func (w *world) startGateway(tb testing.TB, logger *slog.Logger, o worldOpts) {
 	}
 	edge := w.leaf(tb, "edge")
 	var roots *x509.CertPool
+	var redirectAllow []netip.Prefix
 	if o.redirectRoots {
 		roots = w.ca.Pool()
+		redirectAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} // the test storage is on loopback
 	}
 	b, err := httpbridge.New(httpbridge.Config{
 		Route: "registry", Upstreams: pool, Forwarded: true, Cache: cache, Log: logger, RedirectRoots: roots,
+		RedirectAllow: redirectAllow,
 		UpstreamTLS: func() *tls.Config {
 			return &tls.Config{RootCAs: w.ca.Pool(), Certificates: []tls.Certificate{edge}, ServerName: registryName}
 		},

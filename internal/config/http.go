@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,7 +17,11 @@ type HTTP struct {
 	Repositories []string // allow-list patterns ("team/app", "team/*", "team/**"); empty: every repository
 	AuditLog     string   // "" none, "-" standard output, else an absolute file name
 	Redirects    string   // RedirectsFollow (default) or RedirectsPass
-	Cache        *Cache   // nil: no cache
+	// RedirectAllow are the addresses a followed redirect may reach
+	// although they are loopback, link-local, unspecified, multicast or
+	// the gateway's own; empty: none of those.
+	RedirectAllow []netip.Prefix
+	Cache         *Cache // nil: no cache
 }
 
 // Cache is routes[].http.cache: the content-addressed store of blobs and
@@ -56,7 +61,7 @@ func (p *parser) http(route fields, mode string) *HTTP {
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "cache")
+	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache")
 	h := &HTTP{
 		Forwarded:    p.boolAt(f, "forwarded", true),
 		Methods:      p.methods(f),
@@ -65,7 +70,18 @@ func (p *parser) http(route fields, mode string) *HTTP {
 		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, RedirectsFollow, RedirectsPass),
 		Cache:        p.cache(f),
 	}
+	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
 	return h
+}
+
+// redirectAllow returns http.redirect_allow: CIDRs (or single addresses),
+// which only a route that follows redirects uses.
+func (p *parser) redirectAllow(f fields, redirects string) []netip.Prefix {
+	allow := p.prefixes(f, "redirect_allow")
+	if f.get("redirect_allow") != nil && redirects != RedirectsFollow {
+		p.errorf(f.keyLine("redirect_allow"), f.key("redirect_allow"), "only used with redirects: follow; remove it, or set redirects: follow")
+	}
+	return allow
 }
 
 // boolAt returns the boolean value of name, def if absent or wrong.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -29,6 +30,9 @@ func TestHTTPSection(t *testing.T) {
 			Repositories: []string{"team/app", "team/*", "team/**", "library/alpine"},
 			AuditLog:     filepath.Join(dir, "audit.log"), Redirects: "pass",
 			Cache: &Cache{Dir: filepath.Join(dir, "cache"), MaxSize: 50 << 30, Offline: true}}},
+		{name: "redirect_allow", http: "    http: {redirect_allow: [\"10.20.0.0/16\", 127.0.0.1, \"fd00::/8\"]}\n",
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", RedirectAllow: []netip.Prefix{
+				netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("fd00::/8")}}},
 		{name: "stdout audit, default cache size", http: "    http: {audit_log: \"-\", cache: {dir: /var/cache/x}}\n",
 			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", AuditLog: "-",
 				Cache: &Cache{Dir: "/var/cache/x", MaxSize: DefaultCacheMaxSize}}},
@@ -76,6 +80,15 @@ func TestHTTPSectionErrors(t *testing.T) {
 		}},
 		{name: "redirects", yaml: minimalBridge + "    http: {redirects: none}\n", want: []string{
 			`snigate.yaml:10: routes[0].http.redirects: want one of follow, pass, got "none"`,
+		}},
+		{name: "redirect_allow not a CIDR", yaml: minimalBridge + "    http: {redirect_allow: [10.20.0.0/16, storage.local]}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.redirect_allow[1]: want a CIDR such as "10.0.0.0/8", got "storage.local"`,
+		}},
+		{name: "redirect_allow not a list", yaml: minimalBridge + "    http: {redirect_allow: 10.0.0.0/8}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.redirect_allow: want a list such as ["10.0.0.0/8"], got "10.0.0.0/8"`,
+		}},
+		{name: "redirect_allow with redirects pass", yaml: minimalBridge + "    http: {redirects: pass, redirect_allow: [127.0.0.0/8]}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.redirect_allow: only used with redirects: follow; remove it, or set redirects: follow`,
 		}},
 		{name: "forwarded", yaml: minimalBridge + "    http: {forwarded: yes please}\n", want: []string{
 			`snigate.yaml:10: routes[0].http.forwarded: want true or false, got "yes please"`,

@@ -43,6 +43,7 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		Repositories:     h.Repositories,
 		Redirects:        h.Redirects,
 		RedirectRoots:    redirectRoots(rc),
+		RedirectAllow:    h.RedirectAllow,
 		Cache:            cache,
 		Audit:            audit,
 		Metrics:          g.metrics.http,

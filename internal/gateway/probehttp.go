@@ -34,7 +34,7 @@ func probeHTTPRoutes(ctx context.Context, cfg *config.Config, w io.Writer) (fail
 			return false, fmt.Errorf("route %s: %w", rc.Name, err)
 		}
 		b, err := httpbridge.New(httpbridge.Config{Route: rc.Name, Upstreams: pool, UpstreamTLS: checkClientTLS(ct, rc),
-			ConnectTimeout: cfg.Timeouts.Connect, Redirects: rc.HTTP.Redirects, RedirectRoots: redirectRoots(rc), Log: discard})
+			ConnectTimeout: cfg.Timeouts.Connect, Redirects: rc.HTTP.Redirects, RedirectRoots: redirectRoots(rc), RedirectAllow: rc.HTTP.RedirectAllow, Log: discard})
 		if err != nil {
 			return false, fmt.Errorf("route %s: %w", rc.Name, err)
 		}
