@@ -3,43 +3,53 @@ package nodeconfig
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 )
 
 // Write puts files under dir: each one is written to a temporary file
 // beside it and renamed into place, so a reader never sees half a file;
-// a link replaces what was there.
+// a link replaces what was there. Nothing below dir is followed: a
+// symbolic link where a directory or a data file goes is refused
+// (ErrSymlink), so a link planted under dir cannot send a file elsewhere.
 func Write(dir string, files []File) error {
 	for _, f := range files {
-		if err := writeOne(filepath.Join(dir, filepath.FromSlash(f.Path)), f); err != nil {
-			return err
+		if err := writeOne(dir, f); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Join(dir, filepath.FromSlash(f.Path)), err)
 		}
 	}
 	return nil
 }
 
-func writeOne(p string, f File) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
+func writeOne(dir string, f File) error {
+	parent, name, err := splitBelow(f.Path)
+	if err != nil {
+		return err
 	}
-	tmp := p + ".snigate-tmp"
-	_ = os.Remove(tmp)
-	var err error
+	d, err := openBelow(dir, parent, true)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	if f.Link == "" {
+		if err := d.refuseLink(name); err != nil {
+			return err
+		}
+	}
+	tmp := name + ".snigate-tmp"
+	d.remove(tmp)
 	if f.Link != "" {
-		err = os.Symlink(f.Link, tmp)
+		err = d.symlink(f.Link, tmp)
 	} else {
-		err = os.WriteFile(tmp, f.Data, f.Mode)
+		err = d.create(tmp, f.Data, f.Mode)
 	}
 	if err == nil {
-		err = os.Rename(tmp, p)
+		err = d.rename(tmp, name)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", p, err)
+		d.remove(tmp)
 	}
-	return nil
+	return err
 }
 
 // WriteSummary prints what was written under dir and where each file goes
