@@ -188,7 +188,7 @@ func WriteNodeConfig(path, dir string, opt NodeOptions, w io.Writer) error {
 	if err := nodeconfig.Write(dir, files); err != nil {
 		return err
 	}
-	if err := nodeconfig.WriteSummary(w, dir, files); err != nil {
+	if err := nodeconfig.WriteSummary(w, dir, opt.Runtime, files); err != nil {
 		return err
 	}
 	for _, warn := range warns {

@@ -11,5 +11,5 @@
 //	files, err := nodeconfig.Build(cfg, nodeconfig.ReadDir(out))
 //	if err != nil { ... }
 //	if err := nodeconfig.Write(out, files); err != nil { ... }
-//	nodeconfig.WriteSummary(os.Stdout, out, files)
+//	nodeconfig.WriteSummary(os.Stdout, out, cfg.Runtime, files)
 package nodeconfig

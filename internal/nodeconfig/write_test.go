@@ -81,3 +81,42 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriteSummarySaysWhatRuntimeGets: the summary's advice matches the
+// layout written: hosts.toml and ctr for containerd; for docker and
+// podman, no hosts.toml, their own certs.d and a way to try it.
+func TestWriteSummarySaysWhatRuntimeGets(t *testing.T) {
+	tests := []struct {
+		name    string
+		rt      Runtime
+		want    []string
+		notWant []string
+	}{
+		{name: "containerd", rt: RuntimeContainerd,
+			want: []string{"paths in hosts.toml are relative", "ctr images pull --hosts-dir /out/certs.d", "cp -r /out/certs.d/. /etc/containerd/certs.d/"}},
+		{name: "docker", rt: RuntimeDocker,
+			want:    []string{"no hosts.toml", "cp -a /out/certs.d/. /etc/docker/certs.d/", "docker pull", CAFile, "client.cert and client.key"},
+			notWant: []string{"ctr ", "paths in hosts.toml"}},
+		{name: "podman", rt: RuntimePodman,
+			want:    []string{"no hosts.toml", "cp -a /out/certs.d/. /etc/containers/certs.d/", "skopeo inspect --cert-dir /out/certs.d/NAME"},
+			notWant: []string{"ctr ", "paths in hosts.toml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files, err := Build(testConfig(tt.rt), nil)
+			must(t, err)
+			var b strings.Builder
+			must(t, WriteSummary(&b, "/out", tt.rt, files))
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("summary lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("summary says %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}
