@@ -42,10 +42,11 @@ DEB_VERSION  ?= $(subst -,~,$(patsubst v%,%,$(VERSION)))
 DEB_ARCH     ?= $(shell $(GO) env GOARCH)
 DEB_FILE     ?= bin/snigate_$(DEB_VERSION)_$(DEB_ARCH).deb
 # The systemd version of the distribution the package is for (Debian 12:
-# 252). Below 253, which introduced Type=notify-reload, the packaged unit
-# gets what deploy/systemd/snigate-systemd-252.conf says instead
-# (Type=notify, ExecReload= sending SIGHUP): the same behaviour, and a unit
-# that systemd 252 parses without complaint.
+# 252). The unit of deploy/systemd is right as it is for 252 (Type=notify,
+# ExecReload= checking the file, then SIGHUP); from 253, which introduced
+# Type=notify-reload, the packaged unit gets what
+# deploy/systemd/snigate-systemd-253.conf says instead (Type=notify-reload,
+# ExecReload= only the check: systemd sends SIGHUP and waits for READY=1).
 PKG_SYSTEMD  ?= 252
 
 pkg: man
@@ -54,8 +55,8 @@ pkg: man
 	for u in deploy/systemd/*.service deploy/systemd/*.socket; do \
 		if [ -f "$$u" ]; then sed 's#/usr/local/bin/snigate#/usr/bin/snigate#g' "$$u" > bin/pkg/systemd/$$(basename "$$u"); fi; \
 	done
-	if [ $(PKG_SYSTEMD) -lt 253 ]; then \
-		sed -i 's#^Type=notify-reload$$#Type=notify\nExecReload=/bin/kill -HUP $$MAINPID#' bin/pkg/systemd/snigate.service; \
+	if [ $(PKG_SYSTEMD) -ge 253 ]; then \
+		sed -i -e 's#^Type=notify$$#Type=notify-reload#' -e '\#^ExecReload=/bin/kill -HUP $$MAINPID$$#d' bin/pkg/systemd/snigate.service; \
 	fi
 	for m in bin/man/*.1; do gzip -9n -c "$$m" > bin/pkg/man/$$(basename "$$m").gz; done
 	for sh in bash zsh fish; do bin/snigate completion $$sh > bin/pkg/completion/snigate.$$sh; done

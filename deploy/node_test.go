@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/snigate/snigate/internal/nodeconfig"
 )
 
 const (
@@ -45,26 +47,61 @@ type containerdHost struct {
 	DialTimeout  string         `toml:"dial_timeout"`
 }
 
-// TestContainerdHostsTomlNodeIdentity: the node identity recipe is the
-// plain one plus the kubelet's combined PEM as the client certificate.
-func TestContainerdHostsTomlNodeIdentity(t *testing.T) {
-	var plain, node containerdHosts
-	for path, h := range map[string]*containerdHosts{hostsTomlPath: &plain, nodeHostsTomlPath: &node} {
-		dec := toml.NewDecoder(bytes.NewReader(readFile(t, path)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(h); err != nil {
-			t.Fatalf("%s: %v", path, err)
+// TestContainerdHostsTomlIsNodeConfigs: the shipped hosts.toml files are
+// byte for byte what node-config writes for the example route (the plain
+// one, and the one presenting the kubelet's certificate for a route with
+// serve.client_ca): one recipe everywhere.
+func TestContainerdHostsTomlIsNodeConfigs(t *testing.T) {
+	cfg := bastionGatewayConfig(t)
+	route := cfg.routeOf("registry.example.test")
+	if route == "" {
+		t.Fatalf("%s routes no registry.example.test", bastionConfig)
+	}
+	host := nodeconfig.Host{Name: "registry.example.test", Route: route, CA: []byte{}}
+	nodeHost := host
+	nodeHost.ClientCert = true
+	for path, want := range map[string][]byte{
+		hostsTomlPath:     nodeconfig.HostsTOML(nodeconfig.Config{}, host),
+		nodeHostsTomlPath: nodeconfig.HostsTOML(nodeconfig.Config{}, nodeHost),
+	} {
+		if got := readFile(t, path); !bytes.Equal(got, want) {
+			t.Errorf("%s is not what node-config writes; want exactly:\n%s", path, want)
 		}
 	}
-	host, ok := node.Host[node.Server]
-	if node.Server != plain.Server || !ok {
-		t.Fatalf("%s: server %q and its [host] section; want those of %s (%q)", nodeHostsTomlPath, node.Server, hostsTomlPath, plain.Server)
-	}
-	if want := plain.Host[plain.Server].CA; host.CA != want {
-		t.Errorf("ca = %v, want %v as in %s", host.CA, want, hostsTomlPath)
-	}
-	if host.Client != "/var/lib/kubelet/pki/kubelet-client-current.pem" {
-		t.Errorf("client = %v: want the kubelet's rotating combined PEM", host.Client)
+}
+
+// TestContainerdHostsToml: the file is what containerd 1.6 and later read
+// (containerd 1.6 refuses a hosts.toml without a [host] table), with no
+// misspelt key, for a routed name, trusting the CA beside it.
+func TestContainerdHostsToml(t *testing.T) {
+	cfg := bastionGatewayConfig(t)
+	for _, path := range []string{hostsTomlPath, nodeHostsTomlPath} {
+		var h containerdHosts
+		dec := toml.NewDecoder(bytes.NewReader(readFile(t, path)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&h); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		registry := strings.TrimPrefix(h.Server, "https://")
+		if !cfg.isRouted(registry) || !strings.Contains(path, "/"+registry+"/") {
+			t.Errorf("%s: server %q: want a routed name of %s, matching the certs.d directory", path, h.Server, bastionConfig)
+		}
+		host, ok := h.Host[h.Server]
+		if !ok {
+			t.Fatalf("%s: no [host.%q] section", path, h.Server)
+		}
+		if host.SkipVerify != nil && *host.SkipVerify {
+			t.Errorf("%s: skip_verify: the point is to trust the gateway's CA, not to turn verification off", path)
+		}
+		if host.CA != nodeconfig.CAFile || h.CA != nodeconfig.CAFile {
+			t.Errorf("%s: ca = %v (top level %v): want %s, the file beside it", path, host.CA, h.CA, nodeconfig.CAFile)
+		}
+		if !slices.Contains(host.Capabilities, "pull") || !slices.Contains(host.Capabilities, "resolve") {
+			t.Errorf("%s: capabilities %v: want pull and resolve", path, host.Capabilities)
+		}
+		if path == nodeHostsTomlPath && (host.Client != nodeconfig.DefaultClientCert || h.Client != nodeconfig.DefaultClientCert) {
+			t.Errorf("%s: client = %v: want the kubelet's rotating combined PEM", path, host.Client)
+		}
 	}
 }
 
@@ -75,33 +112,6 @@ func bastionGatewayConfig(t *testing.T) *gatewayConfig {
 		t.Fatalf("%s: %v", bastionConfig, err)
 	}
 	return cfg
-}
-
-func TestContainerdHostsToml(t *testing.T) {
-	cfg := bastionGatewayConfig(t)
-	var h containerdHosts
-	dec := toml.NewDecoder(bytes.NewReader(readFile(t, hostsTomlPath)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&h); err != nil {
-		t.Fatalf("%s: %v", hostsTomlPath, err)
-	}
-	registry := strings.TrimPrefix(h.Server, "https://")
-	if !cfg.isRouted(registry) || !strings.Contains(hostsTomlPath, "/"+registry+"/") {
-		t.Errorf("server %q: want a routed name of %s, matching the certs.d directory", h.Server, bastionConfig)
-	}
-	host, ok := h.Host[h.Server]
-	if !ok {
-		t.Fatalf("no [host.%q] section", h.Server)
-	}
-	if host.SkipVerify != nil && *host.SkipVerify {
-		t.Errorf("skip_verify: the point is to trust the gateway's CA, not to turn verification off")
-	}
-	if ca, _ := host.CA.(string); !strings.HasPrefix(ca, "/etc/containerd/certs.d/"+registry+"/") {
-		t.Errorf("ca = %v: want a file in the registry's certs.d directory", host.CA)
-	}
-	if !slices.Contains(host.Capabilities, "pull") || !slices.Contains(host.Capabilities, "resolve") {
-		t.Errorf("capabilities %v: want pull and resolve", host.Capabilities)
-	}
 }
 
 // TestNodeRecipesMatchGateway: the addresses the node recipes send traffic
@@ -162,4 +172,14 @@ func TestNftablesAdminRecipe(t *testing.T) {
 	if out, err := exec.Command(nft, "-c", "-f", nftPath).CombinedOutput(); err != nil {
 		t.Fatalf("nft -c -f %s: %v\n%s", nftPath, err, out)
 	}
+}
+
+// routeOf is the name of the route whose sni lists host exactly; "": none.
+func (c *gatewayConfig) routeOf(host string) string {
+	for _, r := range c.Routes {
+		if slices.Contains(r.SNI, host) {
+			return r.Name
+		}
+	}
+	return ""
 }

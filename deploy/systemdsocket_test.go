@@ -15,7 +15,7 @@ import (
 
 const (
 	socketPath    = "systemd/snigate.socket"
-	dropIn252Path = "systemd/snigate-systemd-252.conf"
+	dropIn253Path = "systemd/snigate-systemd-253.conf"
 )
 
 // systemdVersion is the version of the local systemd-analyze, 0 if unknown.
@@ -32,34 +32,70 @@ func systemdVersion(tool string) int {
 	return v
 }
 
-// withDropInBefore253 is the unit as a systemd older than 253 runs it
-// with snigate-systemd-252.conf installed: Type=notify-reload replaced by
-// the drop-in's lines, so that verify checks what such a host runs (and
-// does not warn about a type it does not know).
-func withDropInBefore253(t *testing.T, unit string) string {
-	t.Helper()
-	tool, err := exec.LookPath("systemd-analyze")
-	if err != nil || systemdVersion(tool) >= 253 {
-		return unit
+// dropIn applies the [Service] keys of a drop-in to unit's, as systemd
+// does for the keys used here: a later value replaces Type=; an empty
+// ExecReload= clears the list, others append.
+func dropIn(unit, drop unitFile) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range unit["Service"] {
+		out[k] = slices.Clone(v)
 	}
-	drop := parseUnit(t, readFile(t, dropIn252Path))["Service"]
-	var lines []string
-	for _, k := range []string{"Type", "ExecReload"} {
-		for _, v := range drop[k] {
-			lines = append(lines, k+"="+v)
+	for k, vs := range drop["Service"] {
+		for _, v := range vs {
+			switch {
+			case k == "ExecReload" && v == "":
+				out[k] = nil
+			case k == "ExecReload":
+				out[k] = append(out[k], v)
+			default:
+				out[k] = []string{v}
+			}
 		}
 	}
-	return strings.Replace(unit, "\nType=notify-reload\n", "\n"+strings.Join(lines, "\n")+"\n", 1)
+	return out
 }
 
-// TestSystemdDropIn252 keeps the drop-in what systemd 252 needs.
-func TestSystemdDropIn252(t *testing.T) {
-	s := parseUnit(t, readFile(t, dropIn252Path))["Service"]
-	if got := s["Type"]; !slices.Equal(got, []string{"notify"}) {
-		t.Errorf("Type = %q, want notify", got)
+// TestSystemdDropIn253: on systemd 253 and later the drop-in makes the
+// unit Type=notify-reload (systemd sends SIGHUP and waits for READY=1)
+// and keeps only the check of the file in ExecReload=, so that a rejected
+// file still fails the reload.
+func TestSystemdDropIn253(t *testing.T) {
+	s := dropIn(parseUnit(t, readFile(t, unitPath)), parseUnit(t, readFile(t, dropIn253Path)))
+	if got := s["Type"]; !slices.Equal(got, []string{"notify-reload"}) {
+		t.Errorf("Type = %q, want notify-reload", got)
 	}
-	if got := s["ExecReload"]; !slices.Equal(got, []string{"/bin/kill -HUP $MAINPID"}) {
-		t.Errorf("ExecReload = %q, want /bin/kill -HUP $MAINPID", got)
+	if want := []string{checkCommand}; !slices.Equal(s["ExecReload"], want) {
+		t.Errorf("ExecReload = %q, want %q (systemd sends the signal itself)", s["ExecReload"], want)
+	}
+}
+
+// TestPackagedUnit253IsDropIn: the Makefile's edit of the packaged unit for
+// PKG_SYSTEMD >= 253 gives the unit with the 253 drop-in applied.
+func TestPackagedUnit253IsDropIn(t *testing.T) {
+	var script string
+	for _, line := range strings.Split(string(readFile(t, "../Makefile")), "\n") {
+		if strings.Contains(line, "sed -i") && strings.Contains(line, "Type=notify-reload") {
+			script = strings.TrimSuffix(strings.TrimSpace(line), "\\")
+			script = strings.TrimSuffix(strings.TrimSpace(script), ";")
+		}
+	}
+	if script == "" {
+		t.Fatal("../Makefile: no sed line that makes the unit Type=notify-reload")
+	}
+	p := filepath.Join(t.TempDir(), "snigate.service")
+	if err := os.WriteFile(p, readFile(t, unitPath), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script = strings.ReplaceAll(strings.ReplaceAll(script, "$$", "$"), "bin/pkg/systemd/snigate.service", p)
+	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	got := parseUnit(t, readFile(t, p))["Service"]
+	want := dropIn(parseUnit(t, readFile(t, unitPath)), parseUnit(t, readFile(t, dropIn253Path)))
+	for _, k := range []string{"Type", "ExecReload"} {
+		if !slices.Equal(got[k], want[k]) {
+			t.Errorf("packaged unit for 253: %s = %q, want %q as with the drop-in", k, got[k], want[k])
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snigate/snigate/internal/certs"
+	"github.com/snigate/snigate/internal/nodeconfig"
 )
 
 func init() { addCAVerb(newCAInitCmd) }
@@ -32,7 +33,7 @@ where the nodes must install ca.crt.`,
 			if err := certs.InitCA(certs.InitCAConfig{Dir: out, Names: names, Force: force}); err != nil {
 				return failed(err)
 			}
-			_, err := fmt.Fprint(a.stdout, certs.InitCASummary(out, names))
+			_, err := fmt.Fprint(a.stdout, certs.InitCASummary(out, names, nodeconfig.TrustInstructions))
 			return failed(err)
 		},
 	}

@@ -21,17 +21,25 @@ func newNodeConfigCmd(a *app) *cobra.Command {
 		Long: `Write, from the gateway's configuration FILE, the files a node needs to pull
 through the gateway with no proxy setting, and print what to copy where:
 
-  DIR/certs.d/<host>/hosts.toml   and the files it names beside it (paths
-                                  relative to its own directory, as containerd
-                                  resolves them): copy the tree to
+  DIR/certs.d/<host>/hosts.toml   containerd (1.6 and later): a
+                                  [host."https://<host>"] table with
+                                  capabilities, ca and client (the same at the
+                                  top level), and the CA file it names beside
+                                  it (paths relative to its own directory, as
+                                  containerd resolves them): copy the tree to
                                   /etc/containerd/certs.d/, or use
                                   ctr --hosts-dir DIR/certs.d
+  DIR/registries.yaml             k3s and RKE2, with DIR/rancher/<host>/
   DIR/resolved.conf.d/snigate.conf  a systemd-resolved drop-in sending the
-                                  routed names to the gateway's DNS
+                                  routed names to the gateways' DNS
   DIR/hosts                       /etc/hosts lines, where DNS is not an option
 
-An existing hosts.toml in DIR is merged. With --runtime docker or podman,
-certs.d has those engines' layout instead.`,
+An existing hosts.toml in DIR is merged. Nothing below DIR is followed: a
+symbolic link there is refused. With --runtime docker or podman, certs.d has
+those engines' layout instead and no hosts.toml: certs.d/<host>/snigate-ca.crt
+and, for routes that require node identity, client.cert and client.key links
+to the node's certificate (docker: /etc/docker/certs.d/, podman:
+/etc/containers/certs.d/).`,
 		Example: `  snigate node-config -c /etc/snigate/snigate.yaml --out ./node
   snigate node-config -c /etc/snigate/snigate.yaml --runtime docker`,
 		Args: cobra.NoArgs,

@@ -10,7 +10,8 @@
 //   - Minter: serve.ca_cert/ca_key, a leaf per SNI name minted on first use,
 //     cached, renewed in the background, within the CA's name constraints.
 //   - InitCA: `snigate ca init`, a CA for the Minter, optionally
-//     name-constrained; TrustInstructions tells nodes how to trust it.
+//     name-constrained; InitCASummary says what was made and how nodes
+//     trust it (with the recipe internal/nodeconfig gives).
 //
 // Usage:
 //

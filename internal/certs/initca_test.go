@@ -181,25 +181,16 @@ func TestInitCAOpenSSLShowsNameConstraints(t *testing.T) {
 	}
 }
 
-func TestTrustInstructions(t *testing.T) {
-	got := TrustInstructions("registry.example.com", "/etc/snigate/ca/ca.crt")
-	for _, want := range []string{
-		"/etc/containerd/certs.d/registry.example.com/hosts.toml",
-		`server = "https://registry.example.com"`,
-		`[host."https://registry.example.com"]`,
-		`ca = "/etc/containerd/certs.d/registry.example.com/ca.crt"`,
-		"sudo cp /etc/snigate/ca/ca.crt /etc/containerd/certs.d/registry.example.com/ca.crt",
-		"sudo cp /etc/snigate/ca/ca.crt /etc/docker/certs.d/registry.example.com/ca.crt",
-		"sudo cp /etc/snigate/ca/ca.crt /etc/containers/certs.d/registry.example.com/ca.crt",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("TrustInstructions lacks %q:\n%s", want, got)
-		}
-	}
-	sum := InitCASummary("/etc/snigate/ca", []string{"registry.example.com"})
-	for _, want := range []string{"/etc/snigate/ca/ca.key", "constrained to registry.example.com", "/etc/docker/certs.d/registry.example.com/ca.crt"} {
+func TestInitCASummary(t *testing.T) {
+	trust := func(host, caPath string) string { return "trust " + caPath + " for " + host + "\n" }
+	sum := InitCASummary("/etc/snigate/ca", []string{"registry.example.com", "mirror.example.com"}, trust)
+	for _, want := range []string{"/etc/snigate/ca/ca.key", "constrained to registry.example.com, mirror.example.com",
+		"trust /etc/snigate/ca/ca.crt for registry.example.com\n", "trust /etc/snigate/ca/ca.crt for mirror.example.com\n"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("InitCASummary lacks %q:\n%s", want, sum)
 		}
+	}
+	if sum := InitCASummary("/etc/snigate/ca", nil, trust); !strings.Contains(sum, "for REGISTRY\n") {
+		t.Errorf("no names: want the placeholder host:\n%s", sum)
 	}
 }

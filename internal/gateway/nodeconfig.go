@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,7 +51,11 @@ func NodeConfig(path string, opt NodeOptions) (nodeconfig.Config, []string, erro
 		nc.Hosts = append(nc.Hosts, hosts...)
 		warns = append(warns, w...)
 	}
-	nc.DNSServers = dnsServers(cfg.Listen.DNS, cfg.DNS.Answer)
+	var warn string
+	nc.DNSServers, warn = dnsServers(cfg.Listen.DNS, cfg.DNS.Answer)
+	if warn != "" {
+		warns = append(warns, warn)
+	}
 	if len(nc.Answers) == 0 {
 		warns = append(warns, "dns.answer is not set: no /etc/hosts lines (they need the gateway's addresses)")
 	}
@@ -133,20 +138,24 @@ func tlsPort(listeners []string) int {
 	return first
 }
 
-// dnsServers are the gateway's DNS responders as a node reaches them: the
-// host of listen.dns when it names one, else every dns.answer address, on
-// listen.dns's port (left out when 53).
-func dnsServers(listen string, answers []netip.Addr) []string {
+// dnsServers are the gateways' DNS responders as a node reaches them, on
+// listen.dns's port (left out when 53): every dns.answer address when
+// listen.dns binds every address, or one of them (each gateway bound to
+// its own address, the configuration otherwise the same: all of them
+// serve DNS); only the bound address, with a warning, when that is none
+// of dns.answer (the other gateways' DNS addresses are not known here).
+func dnsServers(listen string, answers []netip.Addr) ([]string, string) {
 	if listen == "" {
-		return nil
+		return nil, ""
 	}
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
-	addrs := answers
-	if a, err := netip.ParseAddr(host); err == nil && !a.IsUnspecified() {
+	addrs, warn := answers, ""
+	if a, err := netip.ParseAddr(host); err == nil && !a.IsUnspecified() && !slices.Contains(answers, a.Unmap()) {
 		addrs = []netip.Addr{a}
+		warn = fmt.Sprintf("listen.dns %s is none of dns.answer: the resolved drop-in names only it; add the other gateways' DNS addresses to its DNS= line", listen)
 	}
 	var out []string
 	for _, a := range addrs {
@@ -156,7 +165,7 @@ func dnsServers(listen string, answers []netip.Addr) []string {
 			out = append(out, netip.AddrPortFrom(a, uint16(portNumber(port))).String())
 		}
 	}
-	return out
+	return out, warn
 }
 
 func portNumber(p string) int {
@@ -179,7 +188,7 @@ func WriteNodeConfig(path, dir string, opt NodeOptions, w io.Writer) error {
 	if err := nodeconfig.Write(dir, files); err != nil {
 		return err
 	}
-	if err := nodeconfig.WriteSummary(w, dir, files); err != nil {
+	if err := nodeconfig.WriteSummary(w, dir, opt.Runtime, files); err != nil {
 		return err
 	}
 	for _, warn := range warns {

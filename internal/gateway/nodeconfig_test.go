@@ -76,8 +76,12 @@ func TestNodeConfig(t *testing.T) {
 		{name: "443 and :53 on every answer", tls: `":8443", ":443"`, dns: ":53", wantPort: 443,
 			wantServers: []string{"10.0.0.5", "10.0.0.6"},
 			wantWarns:   []string{"routes[0].sni[1] *.registry.example.com", "route fixed: serve.cert holds no CA", "route mirror (splice): DNS only"}},
-		{name: "other ports; dns on one address", tls: `":8443"`, dns: "10.0.0.5:5353", wantPort: 8443,
-			wantServers: []string{"10.0.0.5:5353"}},
+		{name: "other ports; each gateway's dns on its own answer address: all of them", tls: `":8443"`, dns: "10.0.0.5:5353", wantPort: 8443,
+			wantServers: []string{"10.0.0.5:5353", "10.0.0.6:5353"}},
+		{name: "dns on the second answer address: all of them", tls: `":443"`, dns: "10.0.0.6:53", wantPort: 443,
+			wantServers: []string{"10.0.0.5", "10.0.0.6"}},
+		{name: "dns on an address none of the answers", tls: `":443"`, dns: "10.0.0.53:53", wantPort: 443,
+			wantServers: []string{"10.0.0.53"}, wantWarns: []string{"listen.dns 10.0.0.53:53 is none of dns.answer"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

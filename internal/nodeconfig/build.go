@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 )
 
 // Existing returns the current contents of a file Build is about to make,
@@ -14,9 +12,21 @@ import (
 type Existing func(path string) ([]byte, error)
 
 // ReadDir is the Existing of output directory dir: what a previous run,
-// or another tool, left there (for example dir = /etc/containerd).
+// or another tool, left there (for example dir = /etc/containerd). As
+// Write, it follows no symbolic link below dir (ErrSymlink).
 func ReadDir(dir string) Existing {
-	return func(p string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, filepath.FromSlash(p))) }
+	return func(p string) ([]byte, error) {
+		parent, name, err := splitBelow(p)
+		if err != nil {
+			return nil, err
+		}
+		d, err := openBelow(dir, parent, false)
+		if err != nil {
+			return nil, err
+		}
+		defer d.close()
+		return d.read(name)
+	}
 }
 
 // Build returns the files of c, a hosts.toml merged with the one existing

@@ -16,28 +16,55 @@ import (
 // and, when the route asks for node identity, presenting the node's
 // client certificate. Paths without a leading "/" are relative to the
 // file's own directory, as containerd resolves them.
+//
+// The same settings are written twice, as what every containerd version
+// reads: in a [host."https://<h>"] table, which containerd 1.6 requires
+// (a file without one is refused as "invalid host tree", and the pull
+// goes to the registry name with no CA and no client certificate), and at
+// the top level, which is the entry containerd always appends after the
+// tables, so that a retry there is the same gateway with the same trust.
 func hostsTOML(c Config, h Host) []byte {
+	return append(hostsHeader(c, h), hostTable(c, h)...)
+}
+
+// HostsTOML is the hosts.toml node-config writes for h, for a recipe that
+// installs it by hand (`snigate ca init`'s printout, deploy/node): the CA
+// file beside it is CAFile when h.CA is set.
+func HostsTOML(c Config, h Host) []byte { return hostsTOML(c, h) }
+
+// hostsHeader is the comment line and the top-level keys of hostsTOML.
+func hostsHeader(c Config, h Host) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, ownComment+" %s through the gateway (route %s)\n", h.Registry(), h.Route)
-	fmt.Fprintf(&b, "server = %s\n", strconv.Quote(h.url()))
-	b.WriteString(ownKeys(c, h))
+	b.WriteString(ownComment + " " + h.Registry() + " through the gateway")
+	if h.Route != "" {
+		fmt.Fprintf(&b, " (route %s)", h.Route)
+	}
+	fmt.Fprintf(&b, "\nserver = %s\n", strconv.Quote(h.url()))
+	b.WriteString(ownKeys(c, h, ""))
 	return b.Bytes()
+}
+
+// hostTable is h's [host."https://<h>"] table, ca and client first (where
+// a merge puts them back), then capabilities.
+func hostTable(c Config, h Host) string {
+	return fmt.Sprintf("\n[host.%s]\n%s  capabilities = [\"pull\", \"resolve\"]\n", strconv.Quote(h.url()), ownKeys(c, h, "  "))
 }
 
 // url is the registry's https URL as containerd's server key names it.
 func (h Host) url() string { return "https://" + h.Registry() }
 
-// ownKeys are the key lines snigate sets for the server: ca and client.
-func ownKeys(c Config, h Host) string {
+// ownKeys are the key lines snigate sets for the server, each after
+// indent: ca and client.
+func ownKeys(c Config, h Host, indent string) string {
 	var b strings.Builder
 	if h.CA != nil {
-		fmt.Fprintf(&b, "ca = %s\n", strconv.Quote(CAFile))
+		fmt.Fprintf(&b, "%sca = %s\n", indent, strconv.Quote(CAFile))
 	}
 	if c.wantsClient(h) {
 		if c.ClientKey == "" {
-			fmt.Fprintf(&b, "client = %s\n", strconv.Quote(c.clientCert()))
+			fmt.Fprintf(&b, "%sclient = %s\n", indent, strconv.Quote(c.clientCert()))
 		} else {
-			fmt.Fprintf(&b, "client = [[%s, %s]]\n", strconv.Quote(c.clientCert()), strconv.Quote(c.ClientKey))
+			fmt.Fprintf(&b, "%sclient = [[%s, %s]]\n", indent, strconv.Quote(c.clientCert()), strconv.Quote(c.ClientKey))
 		}
 	}
 	return b.String()
@@ -49,7 +76,8 @@ var serverKeys = map[string]bool{"server": true, "ca": true, "client": true}
 
 // mergeHostsTOML returns old with snigate's settings for h: its top-level
 // server, ca and client replaced, and the ca and client of a
-// [host."<h's url>"] table replaced too. Everything else (the mirror
+// [host."<h's url>"] table replaced too, or that table added at the end
+// (after every mirror) when old has none. Everything else (the mirror
 // entries another tool wrote, in their order, which is the order
 // containerd tries them; comments; other keys) is kept byte for byte.
 // The go-toml parser gives each expression's exact place in old, so the
@@ -62,17 +90,24 @@ func mergeHostsTOML(old []byte, c Config, h Host) ([]byte, error) {
 		return nil, err
 	}
 	var out bytes.Buffer
-	out.Write(hostsTOML(c, h))
-	last := 0
+	out.Write(hostsHeader(c, h))
+	last, own := 0, false
 	for _, s := range cuts {
 		out.Write(old[last:s.from])
 		last = s.to
 		if s.insert {
 			// the own host table's header ends here: our keys follow it
-			out.WriteString(ownKeys(c, h))
+			out.WriteString(ownKeys(c, h, "  "))
+			own = true
 		}
 	}
 	out.Write(old[last:])
+	if !own {
+		if b := out.Bytes(); b[len(b)-1] != '\n' {
+			out.WriteByte('\n')
+		}
+		out.WriteString(hostTable(c, h))
+	}
 	if err := toml.Unmarshal(out.Bytes(), &map[string]any{}); err != nil {
 		return nil, fmt.Errorf("merged hosts.toml does not parse (a bug, please report it): %w", err)
 	}

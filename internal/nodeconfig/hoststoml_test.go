@@ -26,7 +26,10 @@ func decode(t *testing.T, b []byte) hostsFile {
 
 var regHost = Host{Name: "registry.example.com", Route: "registry", CA: []byte("pem")}
 
-func TestHostsTOMLNew(t *testing.T) {
+// TestHostsTOMLNewHasHostTable: a new hosts.toml is one every containerd
+// reads, 1.6 included: a [host."https://NAME"] table with capabilities,
+// ca and client, the same settings at the top level.
+func TestHostsTOMLNewHasHostTable(t *testing.T) {
 	tests := []struct {
 		name       string
 		cfg        Config
@@ -47,12 +50,22 @@ func TestHostsTOMLNew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := decode(t, hostsTOML(tt.cfg, tt.host))
+			b := hostsTOML(tt.cfg, tt.host)
+			f := decode(t, b)
 			if f.Server != tt.wantServer {
 				t.Errorf("server = %q, want %q", f.Server, tt.wantServer)
 			}
 			if !equal(f.CA, tt.wantCA) || !equal(f.Client, tt.wantClient) {
 				t.Errorf("ca = %#v, client = %#v; want %#v, %#v", f.CA, f.Client, tt.wantCA, tt.wantClient)
+			}
+			// containerd 1.6 refuses a file without a [host] table
+			// ("invalid host tree"): the same settings are in one.
+			h, _ := f.Host[tt.wantServer].(map[string]any)
+			if h == nil || !equal(h["ca"], tt.wantCA) || !equal(h["client"], tt.wantClient) || !equal(h["capabilities"], []any{"pull", "resolve"}) {
+				t.Errorf("[host.%q] = %#v, want ca %#v, client %#v, capabilities pull and resolve\n%s", tt.wantServer, h, tt.wantCA, tt.wantClient, b)
+			}
+			if again, err := mergeHostsTOML(b, tt.cfg, tt.host); err != nil || string(again) != string(b) {
+				t.Errorf("merging the file with itself changed it (err %v):\n%s\n---\n%s", err, b, again)
 			}
 		})
 	}
@@ -101,14 +114,17 @@ func TestMergeHostsTOML(t *testing.T) {
 			wantHosts: []string{"http://127.0.0.1:30020", "https://registry.example.com", "https://second-mirror.example"},
 			keep:      []string{"# Spegel mirror", `dial_timeout = "200ms"  # fast fail`, `X-Tool = ["spegel"]`, `capabilities = ["pull", "resolve"]`},
 			wantCAs:   map[string]any{"https://registry.example.com": CAFile, "http://127.0.0.1:30020": nil}},
-		{name: "empty file", old: "", wantHosts: nil},
-		{name: "only a mirror, no server", old: "[host.\"https://mirror.local\"]\n  capabilities = [\"pull\"]\n  ca = \"mirror.crt\"\n",
-			wantHosts: []string{"https://mirror.local"}, keep: []string{`ca = "mirror.crt"`},
+		{name: "empty file: own host table added", old: "", wantHosts: []string{"https://registry.example.com"},
+			wantCAs: map[string]any{"https://registry.example.com": CAFile}},
+		{name: "only a mirror, no server: own host table after it", old: "[host.\"https://mirror.local\"]\n  capabilities = [\"pull\"]\n  ca = \"mirror.crt\"\n",
+			wantHosts: []string{"https://mirror.local", "https://registry.example.com"}, keep: []string{`ca = "mirror.crt"`},
 			wantCAs: map[string]any{"https://mirror.local": "mirror.crt"}},
 		{name: "client added to own host table", old: "[host.\"https://registry.example.com\"]\n  client = \"/old.pem\"\n",
 			cfg: Config{ClientAll: true}, wantHosts: []string{"https://registry.example.com"}},
 		{name: "no final newline", old: "server = \"https://elsewhere\"\n[host.\"https://m\"]\ncapabilities = [\"pull\"]",
-			wantHosts: []string{"https://m"}},
+			wantHosts: []string{"https://m", "https://registry.example.com"}},
+		{name: "top level only (an older node-config): own host table added", old: "# snigate node-config: old\nserver = \"https://registry.example.com\"\nca = \"snigate-ca.crt\"\n",
+			wantHosts: []string{"https://registry.example.com"}, wantCAs: map[string]any{"https://registry.example.com": CAFile}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
