@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,7 @@ const envUpgradeChild = "GATEWAY_TEST_UPGRADE_CONFIG"
 
 // upgradeChildMain is the new process of an upgrade: New and Run on file.
 func upgradeChildMain(file string) int {
-	logger, err := NewLogger(os.Stderr, "text", "info")
+	logger, err := NewLogger(os.Stderr, "text", "warn")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "upgrade child:", err)
 		return 1
@@ -177,7 +178,8 @@ func wantListenersNonblocking(t *testing.T, w *world) {
 
 // wantServes checks a splice and a bridge handshake (each with an echo),
 // /healthz, and that a CONNECT head that never ends is closed at
-// timeouts.client_hello.
+// timeouts.client_hello (with its log line, when this world's gateway
+// serves: not after an upgrade).
 func (w *world) wantServes() {
 	t := w.t
 	t.Helper()
@@ -227,7 +229,91 @@ func (w *world) wantSlowConnectHeadClosed() {
 	if took := time.Since(start); took < budget {
 		t.Fatalf("the unfinished CONNECT head was closed after %s, before timeouts.client_hello (%s)", took, budget)
 	}
+	if w.upgraded {
+		return
+	}
 	waitFor(t, "the CONNECT timeout's log line", func() bool {
 		return strings.Count(w.logs.String(), "result=timeout") > timeouts
 	})
+}
+
+// TestUpgradeHandsOverNonblockingSockets: a successful upgrade, to this
+// test binary run as a gateway on the same file, still works with the
+// hand-over's duplicates (handover.DupSocket): the old process drains and
+// returns, the new one serves a splice and a bridge handshake and /healthz
+// on the same sockets, which are still non-blocking, and stops on SIGTERM.
+func TestUpgradeHandsOverNonblockingSockets(t *testing.T) {
+	w := newUpgradeWorld(t)
+	w.g.reloadMu.Lock()
+	tlsLn := w.g.ls.tls[0].(syscall.Conn)
+	w.g.reloadMu.Unlock()
+	shared, err := handover.DupSocket(tlsLn) // outlives the old process's listener
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setStartPath(t, exe)
+	t.Setenv(envUpgradeChild, w.file)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.done:
+	case <-time.After(DefaultUpgradeTimeout + waitLimit): // a bound on failure, not a wait
+		t.Fatalf("the old process has not given way")
+	}
+	pid := newProcessPid(t, w.logs.String())
+	child, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { _, err := child.Wait(); exited <- err }()
+	t.Cleanup(func() {
+		child.Kill()
+		<-exited
+	})
+	w.upgraded = true
+	if w.runErr != nil {
+		t.Errorf("the old process's Run = %v, want nil after the upgrade", w.runErr)
+	}
+	w.wantServes()
+	if nb, err := handover.Nonblocking(shared); err != nil || !nb {
+		t.Errorf("the TLS socket after the upgrade: non-blocking %v, %v; want true", nb, err)
+	}
+	if err := child.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the new process after SIGTERM: %v", err)
+		}
+		exited <- nil // for the cleanup
+	case <-time.After(waitLimit): // a bound on failure, not a wait
+		t.Fatalf("the new process (pid %d) has not exited on SIGTERM", pid)
+	}
+}
+
+// newProcessPid is the pid the old process's log gives the new one.
+func newProcessPid(t *testing.T, logs string) int {
+	t.Helper()
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, `msg="upgrade: the new process serves`) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "pid="); ok {
+				if pid, err := strconv.Atoi(v); err == nil {
+					return pid
+				}
+			}
+		}
+	}
+	t.Fatalf("no log line names the new process's pid:\n%s", logs)
+	return 0
 }

@@ -45,6 +45,7 @@ type world struct {
 	runErr   error
 	reloaded chan error
 	setup    func(*Gateway) // when set, called between New and Run
+	upgraded bool           // g gave way to a new process, which serves now
 }
 
 // newWorld writes cfg (a configuration, with %[n]s placeholders filled by
