@@ -85,31 +85,32 @@ const waitLimit = 10 * time.Second
 func TestFailedUpgradeKeepsServing(t *testing.T) {
 	tests := []struct {
 		name string
-		// prepare makes the upgrade fail: what os.Args[0] names (the path
-		// the gateway was started as) and the configuration on disk.
+		// startPath is what os.Args[0] names (the path the gateway was
+		// started as, which an upgrade starts); set before the gateway
+		// runs, so that its goroutines see it.
+		startPath func(t *testing.T) string
+		// prepare makes the upgrade fail, with the gateway running.
 		prepare func(t *testing.T, w *world)
 	}{
-		{name: "the new binary exits 2", prepare: func(t *testing.T, w *world) {
+		{name: "the new binary exits 2", startPath: func(t *testing.T) string {
 			script := filepath.Join(t.TempDir(), "snigate")
 			if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 2\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			setStartPath(t, script)
+			return script
 		}},
-		{name: "the new process rejects the configuration file", prepare: func(t *testing.T, w *world) {
-			exe, err := os.Executable()
-			if err != nil {
-				t.Fatal(err)
-			}
-			setStartPath(t, exe) // this test binary, as a gateway (TestMain)
-			t.Setenv(envUpgradeChild, w.file)
+		{name: "the new process rejects the configuration file", startPath: testBinary, prepare: func(t *testing.T, w *world) {
+			t.Setenv(envUpgradeChild, w.file) // this test binary runs as a gateway (TestMain)
 			w.writeConfig("listen: {tls: [\"127.0.0.1:0\"]}\nroutes: [{name: x, mode: nonsense}]\n")
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			setStartPath(t, tt.startPath(t))
 			w := newUpgradeWorld(t)
-			tt.prepare(t, w)
+			if tt.prepare != nil {
+				tt.prepare(t, w)
+			}
 			if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
 				t.Fatal(err)
 			}
@@ -148,11 +149,22 @@ func newUpgradeWorld(t *testing.T) *world {
 	return w
 }
 
-// setStartPath makes os.Args[0], the path an upgrade starts, path.
+// setStartPath makes os.Args[0], the path an upgrade starts, path. Call
+// it before the gateway starts (its goroutines read os.Args[0]); it is
+// restored after the gateway stopped.
 func setStartPath(t *testing.T, path string) {
 	old := os.Args[0]
 	os.Args[0] = path
 	t.Cleanup(func() { os.Args[0] = old })
+}
+
+// testBinary is this test binary's path.
+func testBinary(t *testing.T) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }
 
 // wantListenersNonblocking reads every listening socket's file status
@@ -243,6 +255,7 @@ func (w *world) wantSlowConnectHeadClosed() {
 // returns, the new one serves a splice and a bridge handshake and /healthz
 // on the same sockets, which are still non-blocking, and stops on SIGTERM.
 func TestUpgradeHandsOverNonblockingSockets(t *testing.T) {
+	setStartPath(t, testBinary(t))
 	w := newUpgradeWorld(t)
 	w.g.reloadMu.Lock()
 	tlsLn := w.g.ls.tls[0].(syscall.Conn)
@@ -252,11 +265,6 @@ func TestUpgradeHandsOverNonblockingSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shared.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	setStartPath(t, exe)
 	t.Setenv(envUpgradeChild, w.file)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
