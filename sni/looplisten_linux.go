@@ -219,15 +219,12 @@ func (l *eventLoop) accept(ln *loopListener) {
 // nonblocking makes ln's socket non-blocking again if anyone cleared
 // O_NONBLOCK on it (a process it is shared with: the new one of a
 // hand-over, a tool given the descriptor), so that accept4 cannot block.
-// False: its flags cannot be read, and ln ends.
+// False: its flags cannot be read or set, and ln ends as after a fatal
+// accept error (Serve returns it).
 func (l *eventLoop) nonblocking(ln *loopListener) bool {
 	restored, err := rawEnsureNonblock(ln.fd)
 	if err != nil {
-		serr := os.NewSyscallError("fcntl", err)
-		if restored {
-			l.s.warnf("listener_blocking", "listening socket in blocking mode and it cannot be made non-blocking; it is no longer served", "listener", ln.label, "err", serr)
-		}
-		ln.fail(fmt.Errorf("accept on %s: %w", ln.label, serr))
+		ln.fail(fmt.Errorf("accept on %s: make the listening socket non-blocking: %w", ln.label, os.NewSyscallError("fcntl", err)))
 		l.dropListener(ln)
 		return false
 	}
