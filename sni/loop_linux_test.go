@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -132,4 +133,63 @@ func slowRead(t *testing.T, w *world, size int) {
 	if total != size || !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
 		t.Fatalf("client got %d bytes (same bytes: %v), want %d in order", total, bytes.Equal(got.Sum(nil), want.Sum(nil)), size)
 	}
+}
+
+// loopListenerOf returns the server's one event-loop listener.
+func loopListenerOf(t *testing.T, w *world) *loopListener {
+	t.Helper()
+	w.srv.mu.Lock()
+	defer w.srv.mu.Unlock()
+	for ln := range w.srv.listeners {
+		if lln, ok := ln.(*loopListener); ok {
+			return lln
+		}
+	}
+	t.Fatal("the listener is not served by the event loops")
+	return nil
+}
+
+// setBlocking clears (or sets) O_NONBLOCK on fd's open file description.
+func setBlocking(t *testing.T, fd int, blocking bool) {
+	t.Helper()
+	if err := unix.SetNonblock(fd, !blocking); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Regression: after a failed upgrade the listening socket's open file
+// description (shared with the runtime's listener and with the new
+// process) was left in blocking mode, and the event loops' accept4 then
+// blocked in a RawSyscall holding the loop's P: every loop [running],
+// every other goroutine starved, no handshake and no admin answer. A
+// loop finds the socket blocking before it accepts, makes it
+// non-blocking again and serves on: each tunnel opened after works.
+func TestLoopAcceptsAfterListenerTurnsBlocking(t *testing.T) {
+	w := newWorld(t, Config{}, "", spliceRoute(t, "registry", []string{"registry.example.com"}, readyEchoUpstream(t).addr))
+	openReady(t, w) // the loops watch the listener
+	ln := loopListenerOf(t, w)
+	setBlocking(t, ln.fd, true)
+	// Should a loop still sit in accept4, one more connection lets it out,
+	// so that the server can stop (before the world's cleanup, which
+	// runs after this one).
+	t.Cleanup(func() {
+		unix.SetNonblock(ln.fd, true)
+		if c, err := net.Dial("tcp", w.addr); err == nil {
+			c.Close()
+		}
+	})
+	for i := range 3 {
+		c := w.dial(t)
+		c.SetDeadline(time.Now().Add(waitLimit)) // a bound on failure, not a wait
+		c.Write(captureHello(t, &tls.Config{ServerName: "registry.example.com"}))
+		b := make([]byte, 5)
+		if _, err := io.ReadFull(c, b); err != nil || string(b) != "ready" {
+			t.Fatalf("tunnel %d after the listening socket turned blocking: %q %v", i+1, b, err)
+		}
+	}
+	flags, err := unix.FcntlInt(uintptr(ln.fd), unix.F_GETFL, 0)
+	if err != nil || flags&unix.O_NONBLOCK == 0 {
+		t.Errorf("listening socket flags %#o, %v: want O_NONBLOCK set again", flags, err)
+	}
+	w.logs.wait(t, "level=WARN", "listening socket found in blocking mode", "listener="+w.addr)
 }

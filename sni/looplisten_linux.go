@@ -53,6 +53,11 @@ func (s *Server) serveLoop(ln net.Listener, kind string) (err error, ok bool) {
 	if cerr := rc.Control(func(sfd uintptr) { fd, derr = unix.FcntlInt(sfd, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil || derr != nil {
 		return nil, false
 	}
+	// The loops' accept4 must never block (rawsys_linux.go).
+	if _, err := rawEnsureNonblock(fd); err != nil {
+		unix.Close(fd)
+		return nil, false
+	}
 	// See setListenerNoDelay.
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	lln := &loopListener{Listener: ln, s: s, fd: fd, label: ln.Addr().String(), loops: loops,
@@ -171,8 +176,12 @@ func (l *eventLoop) dropListener(ln *loopListener) {
 	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
 }
 
-// accept takes up to acceptBatch connections from ln.
+// accept takes up to acceptBatch connections from ln, once it made sure
+// that ln's socket is still non-blocking.
 func (l *eventLoop) accept(ln *loopListener) {
+	if !l.nonblocking(ln) {
+		return
+	}
 	for range acceptBatch {
 		fd, raddr, err := rawAccept4(ln.fd)
 		switch err {
@@ -205,6 +214,24 @@ func (l *eventLoop) accept(ln *loopListener) {
 		l.due(until)
 		return
 	}
+}
+
+// nonblocking makes ln's socket non-blocking again if anyone cleared
+// O_NONBLOCK on it (a process it is shared with: the new one of a
+// hand-over, a tool given the descriptor), so that accept4 cannot block.
+// False: its flags cannot be read or set, and ln ends as after a fatal
+// accept error (Serve returns it).
+func (l *eventLoop) nonblocking(ln *loopListener) bool {
+	restored, err := rawEnsureNonblock(ln.fd)
+	if err != nil {
+		ln.fail(fmt.Errorf("accept on %s: make the listening socket non-blocking: %w", ln.label, os.NewSyscallError("fcntl", err)))
+		l.dropListener(ln)
+		return false
+	}
+	if restored {
+		l.s.warnf("listener_blocking", "listening socket found in blocking mode (a process sharing it cleared O_NONBLOCK); made non-blocking again", "listener", ln.label)
+	}
+	return true
 }
 
 // acceptRetryable reports the accept errors net treats as temporary.

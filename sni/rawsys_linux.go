@@ -16,6 +16,15 @@ import (
 // sysmon took the P away from such calls and handed it to another
 // thread (measured with perf: a sixth of snigate's samples were in task
 // switches). Errors are unix.Errno.
+//
+// The one exception is accept4 on a listening socket, whose open file
+// description is shared: with the runtime's listener, and with the new
+// process of a hand-over, so that anyone can clear its O_NONBLOCK, and
+// accept4 then blocks until a connection arrives. The loop checks the
+// flag before each batch of accepts (rawEnsureNonblock) and accept4 goes
+// through Syscall, so that even a descriptor turned blocking between the
+// check and the call never holds the loop's P: the runtime hands the P
+// to another thread and every other goroutine runs on.
 
 func rawSplice(in, out, n int) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_SPLICE, uintptr(in), 0, uintptr(out), 0, uintptr(n), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
@@ -66,12 +75,28 @@ func rawEpollWaitNow(epfd int, events []unix.EpollEvent) (int, error) {
 	return int(r), nil
 }
 
+// rawEnsureNonblock sets O_NONBLOCK on fd when it is clear, and reports
+// whether it was; fcntl F_GETFL and F_SETFL never block.
+func rawEnsureNonblock(fd int) (bool, error) {
+	flags, _, e := unix.RawSyscall(unix.SYS_FCNTL, uintptr(fd), unix.F_GETFL, 0)
+	if e != 0 {
+		return false, e
+	}
+	if flags&unix.O_NONBLOCK != 0 {
+		return false, nil
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_FCNTL, uintptr(fd), unix.F_SETFL, flags|unix.O_NONBLOCK); e != 0 {
+		return true, e
+	}
+	return true, nil
+}
+
 // rawAccept4 accepts a connection, non-blocking and close-on-exec, and
-// returns its peer's address.
+// returns its peer's address. Syscall, not RawSyscall: see above.
 func rawAccept4(fd int) (int, *net.TCPAddr, error) {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unix.SizeofSockaddrAny)
-	r, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)),
+	r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)),
 		unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if e != 0 {
 		return -1, nil, e

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
@@ -167,35 +167,53 @@ func (ls *listeners) addrs() Addrs {
 	return a
 }
 
-// sockets duplicates every listener's descriptor for a hand-over, each
-// named by its configuration key and address. The caller closes the
-// files (handover.Spawn does).
-func (ls *listeners) sockets() ([]handover.Socket, error) {
-	var out []handover.Socket
-	add := func(key, addr string, c any) error {
-		f, ok := c.(interface{ File() (*os.File, error) })
-		if !ok {
-			return fmt.Errorf("%s %s: a %T cannot be handed over", key, addr, c)
-		}
-		file, err := f.File()
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", key, addr, err)
-		}
-		out = append(out, handover.Socket{Name: handover.Name(key, addr), File: file})
-		return nil
-	}
-	var errs []error
+// namedSocket is one of the listeners with the configuration key and the
+// address that name it in a hand-over.
+type namedSocket struct {
+	key, addr string
+	conn      any // a net.Listener or net.PacketConn
+}
+
+func (n namedSocket) name() string { return handover.Name(n.key, n.addr) }
+
+// all lists every listener, in the order a hand-over passes them.
+func (ls *listeners) all() []namedSocket {
+	var out []namedSocket
 	for i, ln := range ls.tls {
-		errs = append(errs, add("listen.tls", ls.tlsAddrs[i], ln))
+		out = append(out, namedSocket{"listen.tls", ls.tlsAddrs[i], ln})
 	}
 	if ls.connect != nil {
-		errs = append(errs, add("listen.connect", ls.connectAddr, ls.connect))
+		out = append(out, namedSocket{"listen.connect", ls.connectAddr, ls.connect})
 	}
 	if ls.dnsUDP != nil {
-		errs = append(errs, add("listen.dns", ls.dnsAddr, ls.dnsUDP), add("listen.dns", ls.dnsAddr, ls.dnsTCP))
+		out = append(out, namedSocket{"listen.dns", ls.dnsAddr, ls.dnsUDP}, namedSocket{"listen.dns", ls.dnsAddr, ls.dnsTCP})
 	}
 	if ls.admin != nil {
-		errs = append(errs, add("listen.admin", ls.adminAddr, ls.admin))
+		out = append(out, namedSocket{"listen.admin", ls.adminAddr, ls.admin})
+	}
+	return out
+}
+
+// sockets duplicates every listener's descriptor for a hand-over, each
+// named by its configuration key and address. The caller closes the
+// files (handover.Spawn does). The duplicates never put the sockets into
+// blocking mode (handover.DupSocket; a listener's File() would, once
+// os.StartProcess calls its Fd()).
+func (ls *listeners) sockets() ([]handover.Socket, error) {
+	var out []handover.Socket
+	var errs []error
+	for _, n := range ls.all() {
+		c, ok := n.conn.(syscall.Conn)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s %s: a %T cannot be handed over", n.key, n.addr, n.conn))
+			continue
+		}
+		file, err := handover.DupSocket(c)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", n.key, n.addr, err))
+			continue
+		}
+		out = append(out, handover.Socket{Name: n.name(), File: file})
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, s := range out {

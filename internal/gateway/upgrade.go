@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/snigate/snigate/internal/handover"
@@ -27,6 +28,7 @@ func (g *Gateway) upgrade(ctx context.Context) bool {
 	}
 	g.log.Info("upgrade: starting a new process with the listening sockets", "signal", "SIGUSR2")
 	child, err := g.spawn(ctx)
+	g.assertNonblocking()
 	if err != nil {
 		g.setStopping(false)
 		g.log.Error("upgrade failed; this process keeps serving", "err", err)
@@ -50,6 +52,30 @@ func (g *Gateway) spawn(ctx context.Context) (*handover.Child, error) {
 		return nil, fmt.Errorf("upgrade: %w", err)
 	}
 	return handover.Spawn(ctx, handover.SpawnConfig{Sockets: socks, Timeout: g.upgradeTimeout()})
+}
+
+// assertNonblocking checks, after a hand-over that failed or succeeded,
+// that every listening socket is still non-blocking, and makes it so
+// again if not: the sockets are shared with the new process, and the
+// event loops' accept must never block (handover.Spawn restores the
+// flags itself; a line here means something else cleared them).
+func (g *Gateway) assertNonblocking() {
+	g.reloadMu.Lock()
+	ls := g.ls
+	g.reloadMu.Unlock()
+	for _, n := range ls.all() {
+		c, ok := n.conn.(syscall.Conn)
+		if !ok {
+			continue
+		}
+		restored, err := handover.EnsureNonblocking(c)
+		switch {
+		case err != nil:
+			g.log.Error("upgrade: cannot check a listening socket's flags", "socket", n.name(), "err", err)
+		case restored:
+			g.log.Error("upgrade: listening socket found in blocking mode after the hand-over; made non-blocking again", "socket", n.name())
+		}
+	}
 }
 
 func (g *Gateway) upgradeTimeout() time.Duration {

@@ -18,10 +18,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snigate/snigate/internal/handover"
 	"github.com/snigate/snigate/internal/pki"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if file := os.Getenv(envUpgradeChild); file != "" && handover.Upgrading() {
+		os.Exit(upgradeChildMain(file)) // started by an upgrade test
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // world is a running gateway in front of TLS echo upstreams, all on
 // loopback, with its configuration file in a temporary directory.
@@ -39,6 +45,7 @@ type world struct {
 	runErr   error
 	reloaded chan error
 	setup    func(*Gateway) // when set, called between New and Run
+	upgraded bool           // g gave way to a new process, which serves now
 }
 
 // newWorld writes cfg (a configuration, with %[n]s placeholders filled by

@@ -149,6 +149,13 @@ func (in *Inherited) take(fd int, name string) error {
 		return fmt.Errorf("descriptor %d (%s) is not a socket: %w", fd, name, err)
 	}
 	unix.CloseOnExec(fd)
+	// Non-blocking before os.NewFile sees it, so that net.File*'s Fd()
+	// leaves the mode alone: the socket is shared with the old process,
+	// whose event loops accept on it while this one starts (nonblock.go).
+	if _, err := setNonblock(fd); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("descriptor %d (%s): %w", fd, name, err)
+	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close() // net.File* keep a duplicate
 	s := &socket{name: name}

@@ -54,10 +54,13 @@ type Child struct {
 // Spawn starts a new process with the sockets and waits until it calls
 // Ready. If it exits first, or ctx is done, or the timeout passes, the
 // process is killed and an error says which. The sockets' files are
-// closed either way; the caller keeps serving on its own listeners until
-// Spawn returns nil, then stops accepting and drains.
+// closed either way, and the sockets are non-blocking again when it
+// returns, whatever the new process did to them (see nonblock.go); the
+// caller keeps serving on its own listeners until Spawn returns nil, then
+// stops accepting and drains.
 func Spawn(ctx context.Context, cfg SpawnConfig) (*Child, error) {
 	defer closeSockets(cfg.Sockets)
+	defer restoreNonblocking(cfg.Sockets) // before the close: runs first
 	cmd, readyR, err := command(cfg)
 	if err != nil {
 		return nil, err
