@@ -39,6 +39,9 @@ type AuditRecord struct {
 	// the gateway refused the request itself: such records are
 	// aggregated per client (DefaultAuditRefusalWindow). "": not refused.
 	Refusal string
+	// Conn names the node connection as its connection log line's
+	// `conn` does, "" for the gateway's own requests.
+	Conn string
 }
 
 // auditLine is the record's JSON form, fields in the contract's order.
@@ -58,6 +61,8 @@ type auditLine struct {
 	Cache      string  `json:"cache"`
 	Upstream   string  `json:"upstream"`
 	Error      string  `json:"error"`
+	// Conn joins the record to its connection's log line (`conn`).
+	Conn string `json:"conn,omitempty"`
 	// Suppressed: how many more refusals of the same client, route and
 	// reason were counted, not written, since the previous record for
 	// them (DefaultAuditRefusalWindow).
@@ -72,6 +77,7 @@ func (r *AuditRecord) line() auditLine {
 		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference,
 		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
 		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Upstream: r.Upstream, Error: r.Error,
+		Conn: r.Conn,
 	}.bounded()
 }
 

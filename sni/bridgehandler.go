@@ -65,7 +65,15 @@ type BridgeConn struct {
 	Draining <-chan struct{}
 	// IdleTimeout is the server's timeouts.idle for this connection.
 	IdleTimeout time.Duration
+	// ID names the connection as its log line's `conn` does, for the
+	// handler's own records (the HTTP bridge's audit log).
+	ID string
 }
+
+// UsedUpstream records that a request on the connection went to the
+// upstream at addr: the connection line names the upstreams used. Safe
+// for concurrent use (HTTP/2 streams).
+func (c *BridgeConn) UsedUpstream(addr string) { c.ss.usedUpstream(addr) }
 
 var _ net.Conn = (*BridgeConn)(nil)
 
@@ -113,6 +121,7 @@ func (t *bridgeTarget) serveHandler(h BridgeHandler, client *tls.Conn) (string, 
 		tc: client, ss: t.ss,
 		Route: t.ss.route.Name, SNI: t.ss.hello.ServerName, Client: t.ss.client,
 		Node: t.ss.node, Draining: t.s.quit, IdleTimeout: t.ss.cfg.IdleTimeout,
+		ID: t.s.ids.of(t.ss),
 	}
 	err := h.ServeBridge(t.s.ctx, c)
 	switch {

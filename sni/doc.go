@@ -58,6 +58,6 @@
 // afterwards. Each connection ends with one Info log line (to
 // Config.AccessLog, else Logger), its keys always
 // in the order listener client sni route mode upstream result bytes_up
-// bytes_down duration (then err); client faults also get a Warn line,
+// bytes_down duration conn (then err); client faults also get a Warn line,
 // rate-limited per kind, that says what to change.
 package sni

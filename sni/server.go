@@ -137,6 +137,8 @@ type Server struct {
 	loopOff   bool
 	// loopCopyOnly (tests) keeps the loop's tunnels on the copy path.
 	loopCopyOnly bool
+	// ids names the connections in the log lines (connid.go).
+	ids *connIDs
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -176,6 +178,7 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		quit:      make(chan struct{}),
 		pipes:     newPipePool(),
 		parker:    newParker(),
+		ids:       newConnIDs(),
 	}
 	s.warn.every = cfg.WarnInterval
 	s.refused.every = cfg.WarnInterval

@@ -242,7 +242,7 @@ func TestServerLogLineKeyOrder(t *testing.T) {
 	c.Write([]byte("junk!"))
 	readAll(t, c)
 	line := w.logs.wait(t, "msg=connection")
-	want := []string{"listener", "client", "sni", "route", "mode", "upstream", "result", "bytes_up", "bytes_down", "duration", "err"}
+	want := []string{"listener", "client", "sni", "route", "mode", "upstream", "result", "bytes_up", "bytes_down", "duration", "conn", "err"}
 	var keys []string
 	for _, f := range strings.Fields(line[strings.Index(line, "listener="):]) {
 		if k, _, ok := strings.Cut(f, "="); ok && !strings.ContainsAny(k, `"`) {

@@ -84,6 +84,13 @@ type session struct {
 	tarpit bool     // evicted: finish holds the socket in the tarpit
 	result string
 	err    error
+
+	// id numbers the connection once asked (connIDs.of).
+	id atomic.Uint64
+	// handlerUpstreams are the upstreams a BridgeHandler's requests used
+	// (UsedUpstream), beyond maxUpstreamsNamed only counted; guarded by mu.
+	handlerUpstreams []string
+	moreUpstreams    int
 }
 
 func newSession(c net.Conn, listener, kind string, cfg *Config) *session {
@@ -407,7 +414,7 @@ func (s *Server) forward(ss *session) (string, error) {
 
 // finish closes the connection, untracks it, counts it and writes its log
 // line: listener client sni route mode upstream result bytes_up bytes_down
-// duration, then err when there is one.
+// duration conn, then err when there is one.
 func (s *Server) finish(ss *session) {
 	ss.mu.Lock()
 	tarpit := ss.tarpit
@@ -446,11 +453,12 @@ func (s *Server) finish(ss *session) {
 		slog.String("sni", ss.hello.ServerName),
 		slog.String("route", ss.routeName()),
 		slog.String("mode", mode),
-		slog.String("upstream", ss.upstream),
+		slog.String("upstream", ss.upstreamString()),
 		slog.String("result", result),
 		slog.Int64("bytes_up", ss.up.Load()),
 		slog.Int64("bytes_down", ss.down.Load()),
 		slog.Duration("duration", d),
+		slog.String("conn", s.ids.of(ss)),
 	)
 	if err != nil {
 		attrs = append(attrs, slog.String("err", err.Error()))
