@@ -22,10 +22,12 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq := &request{start: time.Now(), api: ParsePath(r.URL.EscapedPath()), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
 	b.cfg.Metrics.begin(b.cfg.Route)
 	defer b.finish(r, nc, rq)
-	if ref := b.policy.check(r, nc.SNI, rq.api); ref != nil {
+	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
+	if ref != nil {
 		b.refuse(rq, r, nc, ref)
 		return
 	}
+	r.Host = host // what the registry gets is what the check approved
 	r = r.WithContext(withExchange(r.Context(), rq.ex))
 	if b.cfg.Cache == nil {
 		b.proxy.ServeHTTP(rq.rec, r)

@@ -23,8 +23,9 @@ import (
 // flight, and how to make it close at the next request boundary.
 type nodeConn struct {
 	*sni.BridgeConn
-	ip  netip.Addr // the node's address, for the forwarding headers
-	log *slog.Logger
+	ip   netip.Addr // the node's address, for the forwarding headers
+	port int        // the listener's port the node connected to (Host may name it)
+	log  *slog.Logger
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -43,7 +44,22 @@ type nodeConn struct {
 }
 
 func newNodeConn(c *sni.BridgeConn, log *slog.Logger) *nodeConn {
-	return &nodeConn{BridgeConn: c, ip: addrIP(c.Client), log: log, closed: make(chan struct{}), allDone: make(chan struct{})}
+	return &nodeConn{
+		BridgeConn: c, ip: addrIP(c.Client), port: addrPort(c.LocalAddr()), log: log,
+		closed: make(chan struct{}), allDone: make(chan struct{}),
+	}
+}
+
+// addrPort is the port of a listener address, 0 when it has none.
+func addrPort(a net.Addr) int {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.Port
+	}
+	if a == nil {
+		return 0
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return int(ap.Port())
 }
 
 // Read records the last error reading from the node. (net/http's

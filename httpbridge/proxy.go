@@ -40,13 +40,15 @@ func (b *Bridge) newProxy() *httputil.ReverseProxy {
 	}
 }
 
-// rewrite prepares the upstream request: the node's Host, the URL's host
-// chosen per attempt by the transport, and the forwarding headers (the
-// node's own dropped; ReverseProxy has removed the hop-by-hop ones).
+// rewrite prepares the upstream request: the Host the policy approved
+// (ServeHTTP set it on the node's request), the URL's host chosen per
+// attempt by the transport, and the forwarding headers (the node's own
+// dropped; ReverseProxy has removed the hop-by-hop ones).
 func (b *Bridge) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme = "https"
 	pr.Out.URL.Host = pr.In.Host
 	pr.Out.Host = pr.In.Host
+	pr.Out.Header.Del("Host") // an HTTP/2 node's Host header beside :authority
 	dropForwarding(pr.Out.Header)
 	if nc := connFrom(pr.In.Context()); b.cfg.Forwarded && nc != nil {
 		setForwarded(pr.Out.Header, nc.ip)
