@@ -19,7 +19,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if nc == nil || !nc.begin() {
 		return
 	}
-	rq := &request{start: time.Now(), api: ParsePath(r.URL.EscapedPath()), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
+	rq := &request{start: time.Now(), api: ParseURL(r.URL), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
 	b.cfg.Metrics.begin(b.cfg.Route)
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
@@ -78,6 +78,8 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	b.cfg.Metrics.done(b.cfg.Route, rq.api.Kind, rq.rec.status, d)
 	if rq.api.Digest != "" {
 		digest = rq.api.Digest
+	} else if digest == "" {
+		digest = rq.api.Mount
 	}
 	rec := &AuditRecord{
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,

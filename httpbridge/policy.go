@@ -62,6 +62,23 @@ func (p *policy) checkRequest(r *http.Request, api API) *refusal {
 			"repository %q is not in the allow-list of route %q: add it (or a pattern such as \"team/*\") to routes[].http.repositories",
 			api.Repository, p.route)}
 	}
+	return p.checkMount(api)
+}
+
+// checkMount returns why a cross-repository blob mount is refused under
+// the allow-list: its source repository (from) is outside it, or it names
+// none (the registry may then mount from any repository it chooses).
+func (p *policy) checkMount(api API) *refusal {
+	switch {
+	case api.From != "" && !p.repos.allows(api.From):
+		return &refusal{http.StatusForbidden, "repository", fmt.Sprintf(
+			"repository %q (the from of a blob mount into %q) is not in the allow-list of route %q: add it to routes[].http.repositories, or push the blob itself",
+			api.From, api.Repository, p.route)}
+	case api.Mount != "" && api.From == "":
+		return &refusal{http.StatusForbidden, "repository", fmt.Sprintf(
+			"a blob mount into %q names no repository to mount from, and route %q allows only the repositories of routes[].http.repositories: name it with from=",
+			api.Repository, p.route)}
+	}
 	return nil
 }
 
