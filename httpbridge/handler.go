@@ -29,6 +29,10 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Host = host // what the registry gets is what the check approved
 	r = r.WithContext(withExchange(r.Context(), rq.ex))
+	if err := prereadBody(r, rq.ex); err != nil {
+		b.badBody(rq.rec, r, err)
+		return
+	}
 	if b.cfg.Cache == nil {
 		b.proxy.ServeHTTP(rq.rec, r)
 		return

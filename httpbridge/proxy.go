@@ -65,11 +65,17 @@ func (b *Bridge) modifyResponse(resp *http.Response) error {
 }
 
 // proxyError answers a request no upstream answered: 503 when none is
-// healthy, else 502, with an OCI error body; nothing when the node left.
+// healthy, else 502, with an OCI error body; 400 when reading the node's
+// request body failed (malformed chunked framing); nothing when the node
+// left.
 func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
 	if r.Context().Err() != nil {
 		ex.fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
+		return
+	}
+	if berr := ex.nodeBodyErr(); berr != nil {
+		b.badBody(w, r, berr)
 		return
 	}
 	ex.fail(err, false)
@@ -77,4 +83,15 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
 		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	writeOCIError(w, status, codeUnavailable, err.Error())
+}
+
+// badBody answers a request whose body could not be read from the node
+// (malformed chunked framing) with 400 and an OCI error body.
+func (b *Bridge) badBody(w http.ResponseWriter, r *http.Request, err error) {
+	exchangeFrom(r.Context()).fail(err, false)
+	b.warn.log(b.log, slog.LevelWarn, "body", "http request body unreadable",
+		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", r.Method, "path", r.URL.Path,
+		"status", http.StatusBadRequest, "err", err)
+	writeOCIError(w, http.StatusBadRequest, codeUnsupported,
+		"the request body could not be read (malformed chunked framing, or cut short): "+err.Error())
 }
