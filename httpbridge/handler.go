@@ -1,6 +1,7 @@
 package httpbridge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,10 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(withExchange(r.Context(), rq.ex))
 	if err := prereadBody(r, rq.ex); err != nil {
 		b.badBody(rq.rec, r, err)
+		return
+	}
+	if r.Context().Err() != nil { // an HTTP/2 stream the node reset already
+		rq.ex.fail(fmt.Errorf("the node went away before the request was forwarded: %w", context.Cause(r.Context())), false)
 		return
 	}
 	if b.cfg.Cache == nil {
