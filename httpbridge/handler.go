@@ -28,8 +28,8 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.refuse(rq, r, nc, ref)
 		return
 	}
-	r.Host = host // what the registry gets is what the check approved
-	r = r.WithContext(withExchange(r.Context(), rq.ex))
+	r = r.WithContext(withExchange(r.Context(), rq.ex)) // a copy: net/http's own request stays as it came
+	r.Host = host                                       // what the registry gets is what the check approved
 	if err := prereadBody(r, rq.ex); err != nil {
 		b.badBody(rq.rec, r, err)
 		return
