@@ -51,7 +51,7 @@ func startDistribution(t *testing.T, p *testPKI) *distribution {
 	t.Cleanup(d.client.CloseIdleConnections)
 	select {
 	case d.addr = <-addr:
-	case <-time.After(waitLimit):
+	case <-time.After(3 * waitLimit): // a failure bound for a process start on a busy machine
 		t.Fatal("docker-registry did not log its listening address")
 	}
 	return d
