@@ -1,6 +1,9 @@
 package httpbridge
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // Kind is what an OCI distribution API request addresses: the audit
 // record's kind and the kind label of the http metrics.
@@ -32,6 +35,10 @@ type API struct {
 	Repository string // the <name>: one or more path components
 	Reference  string // manifests: the tag or digest in the path; uploads: the session id
 	Digest     string // the digest in the path (a manifest by digest, a blob, referrers)
+	// Uploads: a cross-repository blob mount's query
+	// (POST /v2/<name>/blobs/uploads/?mount=<digest>&from=<repository>).
+	From  string // the repository the blob is mounted from: a name, as Repository
+	Mount string // the digest to mount
 }
 
 // ParsePath parses the escaped path of a request (URL.EscapedPath, no
@@ -59,6 +66,49 @@ func ParsePath(path string) API {
 		return api
 	}
 	return API{Kind: KindOther}
+}
+
+// ParseURL parses a request's URL: its path as ParsePath does, and the
+// query of an upload, where a cross-repository mount names a second
+// repository (from) that the blob is read from into the path's. A mount
+// query the gateway cannot read as at most one valid from name and one
+// valid mount digest (repeated, malformed, a query that does not parse,
+// so that a registry might read it otherwise) is KindOther with no
+// repository, as a malformed path is.
+func ParseURL(u *url.URL) API {
+	api := ParsePath(u.EscapedPath())
+	if api.Kind != KindUpload || u.RawQuery == "" {
+		return api
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return API{Kind: KindOther}
+	}
+	from, okFrom := queryValue(q, "from")
+	mount, okMount := queryValue(q, "mount")
+	if !okFrom || !okMount || from != "" && !validName(from) || mount != "" && !validDigest(mount) {
+		return API{Kind: KindOther}
+	}
+	api.From, api.Mount = from, mount
+	return api
+}
+
+// queryValue is the one value of the query parameter key, its name in any
+// case; "" when absent, false when given more than once or empty.
+func queryValue(q url.Values, key string) (string, bool) {
+	var vals []string
+	for k, v := range q {
+		if strings.EqualFold(k, key) {
+			vals = append(vals, v...)
+		}
+	}
+	switch {
+	case len(vals) == 0:
+		return "", true
+	case len(vals) > 1 || vals[0] == "":
+		return "", false
+	}
+	return vals[0], true
 }
 
 // parseEndpoint reads the endpoint from the last segments of segs and

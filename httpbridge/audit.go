@@ -54,6 +54,7 @@ type auditLine struct {
 	Repository string  `json:"repository"`
 	Kind       Kind    `json:"kind"`
 	Reference  string  `json:"reference"`
+	From       string  `json:"from,omitempty"` // a blob mount's source repository
 	Digest     string  `json:"digest"`
 	Status     int     `json:"status"`
 	Bytes      int64   `json:"bytes"`
@@ -74,7 +75,7 @@ type auditLine struct {
 func (r *AuditRecord) line() auditLine {
 	return auditLine{
 		Time: r.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Route: r.Route, Client: r.Client, Node: r.Node,
-		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference,
+		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference, From: r.API.From,
 		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
 		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Upstream: r.Upstream, Error: r.Error,
 		Conn: r.Conn,

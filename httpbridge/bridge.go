@@ -111,7 +111,8 @@ func (b *Bridge) serveH1(ctx context.Context, nc *nodeConn) {
 // so that draining sends this connection's GOAWAY.
 func (b *Bridge) serveH2(ctx context.Context, nc *nodeConn) {
 	hs := b.newServer(ctx, nc)
-	h2 := &http2.Server{}
+	h2 := &http2.Server{MaxConcurrentStreams: DefaultMaxConcurrentStreams}
+	nc.guardResets(func(counts string) { b.resetFlood(nc, counts) })
 	if err := http2.ConfigureServer(hs, h2); err != nil {
 		b.log.Error("http/2 server configuration", "route", b.cfg.Route, "err", err)
 		return
@@ -122,6 +123,14 @@ func (b *Bridge) serveH2(ctx context.Context, nc *nodeConn) {
 		goaway()
 	}
 	h2.ServeConn(nc, &http2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: b})
+}
+
+// resetFlood reports a node connection ended for resetting most of the
+// streams it opened.
+func (b *Bridge) resetFlood(nc *nodeConn, counts string) {
+	b.cfg.Metrics.flood(b.cfg.Route)
+	b.warn.log(b.log, slog.LevelWarn, "reset_flood", "node connection closed: HTTP/2 rapid reset",
+		"route", b.cfg.Route, "client", clientString(nc), "node", nc.Node, "resets", counts)
 }
 
 // newServer is the http.Server of one node connection.

@@ -32,7 +32,7 @@
 // Each request is checked in the contract's order: Host against the
 // connection's SNI (421), method (405), repository (403); a refusal gets
 // an OCI error body with code DENIED and never reaches the registry. The
-// path is parsed once (ParsePath) into an API value that policy, audit and
+// URL is parsed once (ParseURL) into an API value that policy, audit and
 // the cache read. A GET or HEAD whose upstream fails before answering is
 // sent to the next candidate; with no healthy upstream the node gets 503,
 // when all fail 502, both with an OCI error body UNAVAILABLE. Bodies are

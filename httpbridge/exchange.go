@@ -18,6 +18,7 @@ type exchange struct {
 	digest   string // the response's Docker-Content-Digest
 	err      error  // the first failure
 	aborted  bool   // the upstream failed mid-body
+	bodyErr  error  // reading the node's request body failed (its fault)
 }
 
 type exchangeKey struct{}
@@ -61,6 +62,30 @@ func (ex *exchange) fail(err error, upstream bool) {
 		ex.aborted = upstream
 	}
 	ex.mu.Unlock()
+}
+
+// failBody records a failure reading the node's request body: the
+// request's failure, and the reason its answer is 400.
+func (ex *exchange) failBody(err error) {
+	if ex == nil {
+		return
+	}
+	ex.mu.Lock()
+	if ex.bodyErr == nil {
+		ex.bodyErr = err
+	}
+	ex.mu.Unlock()
+	ex.fail(err, false)
+}
+
+// nodeBodyErr is the failure reading the node's request body, or nil.
+func (ex *exchange) nodeBodyErr() error {
+	if ex == nil {
+		return nil
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.bodyErr
 }
 
 // snapshot returns the fields at the end of the request.

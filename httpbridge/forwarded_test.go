@@ -1,9 +1,11 @@
 package httpbridge
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -47,12 +49,59 @@ func TestAddrIP(t *testing.T) {
 }
 
 func TestDropForwarding(t *testing.T) {
-	h := http.Header{
-		"Forwarded": {"for=6.6.6.6"}, "X-Forwarded-For": {"6.6.6.6"}, "X-Forwarded-Port": {"80"},
-		"X-Real-Ip": {"6.6.6.6"}, "True-Client-Ip": {"6.6.6.6"}, "Authorization": {"Bearer t"},
+	h := http.Header{"Authorization": {"Bearer t"}, "X-Forwarded-Ish": {"1"}, "Client-Ip-Not": {"1"}}
+	for _, k := range spoofedAddressHeaders {
+		h[k] = []string{"6.6.6.6"}
 	}
 	dropForwarding(h)
-	if len(h) != 1 || h.Get("Authorization") != "Bearer t" {
-		t.Errorf("left %v, want only Authorization", h)
+	if len(h) != 2 || h.Get("Authorization") != "Bearer t" || h.Get("Client-Ip-Not") != "1" {
+		t.Errorf("left %v, want only Authorization and Client-Ip-Not", h)
+	}
+}
+
+// spoofedAddressHeaders are client address claims a node may send; the
+// registry must never get any of them from the node.
+var spoofedAddressHeaders = []string{
+	"Forwarded", "X-Forwarded-For", "X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "Client-Ip",
+	"X-Cluster-Client-Ip", "Cf-Connecting-Ip", "Cf-Connecting-Ipv6", "Fastly-Client-Ip", "X-Original-Forwarded-For",
+	"X-Originating-Ip", "X-Remote-Ip", "X-Remote-Addr", "X-Forwarded-Host", "X-Forwarded-Port",
+	"X-Forwarded-Server", "X-Forwarded-Proto", "X-Envoy-External-Address", "X-Proxyuser-Ip",
+	"X_forwarded_for", "Client_ip", "X_real_ip",
+}
+
+// TestNodeAddressHeadersNeverReachTheRegistry: whatever client address
+// header a node sends (the CDN and balancer families, underscore
+// spellings), over HTTP/1.1 and HTTP/2, with forwarded on and off, the
+// registry sees none of the node's values: only the gateway's own
+// forwarding headers when forwarded is on.
+func TestNodeAddressHeadersNeverReachTheRegistry(t *testing.T) {
+	spoof := http.Header{"Authorization": {"Bearer node-token"}}
+	for _, k := range spoofedAddressHeaders {
+		spoof[k] = []string{"6.6.6.6"}
+	}
+	for _, forwarded := range []bool{true, false} {
+		p := newTestPKI(t)
+		up, seen := echoUpstream(t, p)
+		w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{Forwarded: forwarded}})
+		for _, proto := range []string{"http/1.1", "h2"} {
+			t.Run(fmt.Sprintf("%s/forwarded=%v", proto, forwarded), func(t *testing.T) {
+				before := len(seen.all())
+				if resp, body := do(t, w.node(t, proto), "GET", "/v2/team/app/manifests/v1", spoof); resp.StatusCode != 200 {
+					t.Fatalf("status %d %s", resp.StatusCode, body)
+				}
+				r := seen.all()[before]
+				for k, v := range r.Header {
+					if strings.Contains(strings.Join(v, ","), "6.6.6.6") {
+						t.Errorf("registry saw the node's %s: %q", k, v)
+					}
+				}
+				if got := r.Header.Get("X-Forwarded-For"); forwarded != (got == "127.0.0.1") {
+					t.Errorf("registry saw X-Forwarded-For %q with forwarded=%v", got, forwarded)
+				}
+				if r.Header.Get("Authorization") != "Bearer node-token" {
+					t.Errorf("registry saw Authorization %q, want the node's", r.Header.Get("Authorization"))
+				}
+			})
+		}
 	}
 }

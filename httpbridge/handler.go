@@ -1,6 +1,7 @@
 package httpbridge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,14 +20,24 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if nc == nil || !nc.begin() {
 		return
 	}
-	rq := &request{start: time.Now(), api: ParsePath(r.URL.EscapedPath()), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
+	rq := &request{start: time.Now(), api: ParseURL(r.URL), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
 	b.cfg.Metrics.begin(b.cfg.Route)
 	defer b.finish(r, nc, rq)
-	if ref := b.policy.check(r, nc.SNI, rq.api); ref != nil {
+	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
+	if ref != nil {
 		b.refuse(rq, r, nc, ref)
 		return
 	}
-	r = r.WithContext(withExchange(r.Context(), rq.ex))
+	r = r.WithContext(withExchange(r.Context(), rq.ex)) // a copy: net/http's own request stays as it came
+	r.Host = host                                       // what the registry gets is what the check approved
+	if err := prereadBody(r, rq.ex); err != nil {
+		b.badBody(rq.rec, r, err)
+		return
+	}
+	if r.Context().Err() != nil { // an HTTP/2 stream the node reset already
+		rq.ex.fail(fmt.Errorf("the node went away before the request was forwarded: %w", context.Cause(r.Context())), false)
+		return
+	}
 	if b.cfg.Cache == nil {
 		b.proxy.ServeHTTP(rq.rec, r)
 		return
@@ -82,6 +93,8 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	b.cfg.Metrics.done(b.cfg.Route, rq.api.Kind, rq.rec.status, d)
 	if rq.api.Digest != "" {
 		digest = rq.api.Digest
+	} else if digest == "" {
+		digest = rq.api.Mount
 	}
 	rec := &AuditRecord{
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,

@@ -18,6 +18,7 @@ type Metrics struct {
 	retries   *prometheus.CounterVec   // route
 	redirects *prometheus.CounterVec   // route, result
 	dropped   *prometheus.CounterVec   // reason
+	floods    *prometheus.CounterVec   // route
 }
 
 // Label values of snigate_http_audit_dropped_total's reason.
@@ -70,11 +71,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_http_audit_dropped_total",
 			Help: "Audit records not written: reason queue_full (the writer fell behind) or write_error (the file could not be written).",
 		}, []string{"reason"}),
+		floods: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_http_h2_reset_floods_total",
+			Help: "Node HTTP/2 connections closed (GOAWAY ENHANCE_YOUR_CALM) because the node reset most of the streams it opened (rapid reset).",
+		}, []string{"route"}),
 	}
 	m.dropped.WithLabelValues(DropQueueFull)
 	m.dropped.WithLabelValues(DropWriteError)
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.inFlight, m.refused, m.retries, m.redirects, m.dropped)
+		reg.MustRegister(m.requests, m.duration, m.inFlight, m.refused, m.retries, m.redirects, m.dropped, m.floods)
 	}
 	return m
 }
@@ -87,6 +92,7 @@ func (m *Metrics) InitRoute(route string) {
 	}
 	m.inFlight.WithLabelValues(route)
 	m.retries.WithLabelValues(route)
+	m.floods.WithLabelValues(route)
 	for _, r := range refusalReasons {
 		m.refused.WithLabelValues(route, r)
 	}
@@ -108,6 +114,7 @@ func (m *Metrics) DeleteRoute(route string) {
 	m.refused.DeletePartialMatch(l)
 	m.retries.DeletePartialMatch(l)
 	m.redirects.DeletePartialMatch(l)
+	m.floods.DeletePartialMatch(l)
 }
 
 func (m *Metrics) begin(route string) {
@@ -141,6 +148,12 @@ func (m *Metrics) retry(route string) {
 func (m *Metrics) redirect(route, result string) {
 	if m != nil {
 		m.redirects.WithLabelValues(route, result).Inc()
+	}
+}
+
+func (m *Metrics) flood(route string) {
+	if m != nil {
+		m.floods.WithLabelValues(route).Inc()
 	}
 }
 

@@ -23,13 +23,16 @@ import (
 // flight, and how to make it close at the next request boundary.
 type nodeConn struct {
 	*sni.BridgeConn
-	ip  netip.Addr // the node's address, for the forwarding headers
-	log *slog.Logger
+	ip   netip.Addr // the node's address, for the forwarding headers
+	port int        // the listener's port the node connected to (Host may name it)
+	log  *slog.Logger
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
-	readErr   atomic.Pointer[error] // the last read error
-	allDone   chan struct{}         // closed by the last end after finish
+	readErr   atomic.Pointer[error]  // the last read error
+	guard     *resetGuard            // HTTP/2: counts the node's stream resets; nil for HTTP/1.1
+	flooded   atomic.Pointer[string] // the guard's counts once it ended the connection
+	allDone   chan struct{}          // closed by the last end after finish
 
 	mu       sync.Mutex
 	active   int         // requests in flight
@@ -43,19 +46,58 @@ type nodeConn struct {
 }
 
 func newNodeConn(c *sni.BridgeConn, log *slog.Logger) *nodeConn {
-	return &nodeConn{BridgeConn: c, ip: addrIP(c.Client), log: log, closed: make(chan struct{}), allDone: make(chan struct{})}
+	return &nodeConn{
+		BridgeConn: c, ip: addrIP(c.Client), port: addrPort(c.LocalAddr()), log: log,
+		closed: make(chan struct{}), allDone: make(chan struct{}),
+	}
+}
+
+// addrPort is the port of a listener address, 0 when it has none.
+func addrPort(a net.Addr) int {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.Port
+	}
+	if a == nil {
+		return 0
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return int(ap.Port())
 }
 
 // Read records the last error reading from the node. (net/http's
 // HTTP/1.1 server ends its background read after each request with a
 // past deadline: a deadline error is only the node's fault on a
 // connection that never got a request served.)
+//
+// On HTTP/2 the bytes pass through the connection's resetGuard: once the
+// node has reset most of its streams, the server gets no further frame,
+// only errResetFlood.
 func (c *nodeConn) Read(b []byte) (int, error) {
+	if c.guard != nil && c.guard.tripped {
+		return 0, errResetFlood
+	}
 	n, err := c.BridgeConn.Read(b)
+	if c.guard != nil && n > 0 {
+		if m := c.guard.pass(b[:n]); m < n {
+			n, err = m, nil
+			if m == 0 {
+				err = errResetFlood
+			}
+		}
+	}
 	if err != nil {
 		c.readErr.Store(&err)
 	}
 	return n, err
+}
+
+// guardResets makes the node's HTTP/2 frames pass a resetGuard, which
+// calls flood once with its counts when it ends the connection.
+func (c *nodeConn) guardResets(flood func(counts string)) {
+	c.guard = newResetGuard(func(counts string) {
+		c.flooded.Store(&counts)
+		flood(counts)
+	})
 }
 
 // Close closes the connection once and wakes what waits for its end.
@@ -203,6 +245,9 @@ func (c *nodeConn) result() error {
 		return fmt.Errorf("no request for %v: %w", c.IdleTimeout, sni.ErrBridgeIdle)
 	case up:
 		return fmt.Errorf("a response was aborted: %w", sni.ErrBridgeUpstream)
+	}
+	if counts := c.flooded.Load(); counts != nil {
+		return fmt.Errorf("HTTP/2 rapid reset: the node reset %s it opened: %w", *counts, sni.ErrBridgeClient)
 	}
 	p := c.readErr.Load()
 	if p == nil {

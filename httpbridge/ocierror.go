@@ -10,6 +10,7 @@ import (
 const (
 	codeDenied      = "DENIED"      // refused by the route's policy
 	codeUnavailable = "UNAVAILABLE" // no upstream could answer
+	codeUnsupported = "UNSUPPORTED" // a request the gateway cannot forward (a malformed body)
 )
 
 // ociErrors is the distribution specification's error body.

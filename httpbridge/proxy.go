@@ -41,13 +41,15 @@ func (b *Bridge) newProxy() *httputil.ReverseProxy {
 	}
 }
 
-// rewrite prepares the upstream request: the node's Host, the URL's host
-// chosen per attempt by the transport, and the forwarding headers (the
-// node's own dropped; ReverseProxy has removed the hop-by-hop ones).
+// rewrite prepares the upstream request: the Host the policy approved
+// (ServeHTTP set it on the node's request), the URL's host chosen per
+// attempt by the transport, and the forwarding headers (the node's own
+// dropped; ReverseProxy has removed the hop-by-hop ones).
 func (b *Bridge) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme = "https"
 	pr.Out.URL.Host = pr.In.Host
 	pr.Out.Host = pr.In.Host
+	pr.Out.Header.Del("Host") // an HTTP/2 node's Host header beside :authority
 	dropForwarding(pr.Out.Header)
 	if nc := connFrom(pr.In.Context()); b.cfg.Forwarded && nc != nil {
 		setForwarded(pr.Out.Header, nc.ip)
@@ -64,12 +66,17 @@ func (b *Bridge) modifyResponse(resp *http.Response) error {
 }
 
 // proxyError answers a request no upstream answered: 503 when none is
-// healthy, else 502, with an OCI error body (NodeMessage); nothing when
-// the node left.
+// healthy, else 502, with an OCI error body (NodeMessage); 400 when
+// reading the node's request body failed (malformed chunked framing);
+// nothing when the node left.
 func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeFrom(r.Context())
 	if r.Context().Err() != nil {
 		ex.fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
+		return
+	}
+	if berr := ex.nodeBodyErr(); berr != nil {
+		b.badBody(w, r, berr)
 		return
 	}
 	ex.fail(err, false)
@@ -80,4 +87,15 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 			"path", bound(r.URL.Path, MaxAuditField), "status", status, "err", bound(err.Error(), MaxAuditError))
 	}
 	writeOCIError(w, status, codeUnavailable, NodeMessage(err))
+}
+
+// badBody answers a request whose body could not be read from the node
+// (malformed chunked framing) with 400 and an OCI error body.
+func (b *Bridge) badBody(w http.ResponseWriter, r *http.Request, err error) {
+	exchangeFrom(r.Context()).fail(err, false)
+	b.warn.log(b.log, slog.LevelWarn, "body", "http request body unreadable",
+		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
+		"path", bound(r.URL.Path, MaxAuditField), "status", http.StatusBadRequest, "err", bound(err.Error(), MaxAuditError))
+	writeOCIError(w, http.StatusBadRequest, codeUnsupported,
+		"the request body could not be read (malformed chunked framing, or cut short): "+bound(err.Error(), MaxAuditError))
 }

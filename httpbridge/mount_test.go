@@ -1,0 +1,91 @@
+package httpbridge
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestBlobMountFromOutsideTheAllowListRefused: on a route that allows
+// POST to team/*, a cross-repository mount of a blob from a repository
+// outside the allow-list (secret/x) gets 403 and never reaches the
+// registry (the blob stays unreadable as team/app), however the from is
+// spelled; a mount that names no source is refused too; each refusal's
+// audit record names the source. A mount from an allowed repository
+// still works. Against docker-registry, which implements mounts.
+func TestBlobMountFromOutsideTheAllowListRefused(t *testing.T) {
+	p := newTestPKI(t)
+	reg := startDistribution(t, p)
+	secret := reg.pushBlob(t, "secret/x", []byte("the secret layer"))
+	shared := reg.pushBlob(t, "team/base", []byte("a shared layer"))
+	w := newWorld(t, p, worldOpts{addrs: []string{reg.addr}, cfg: Config{
+		Methods: []string{"GET", "HEAD", "POST", "PUT", "PATCH"}, Repositories: []string{"team/*"},
+	}})
+	node := w.node(t, "h2")
+	tests := []struct {
+		name, query, from, msg string
+	}{
+		{name: "from outside the allow-list", query: "mount=" + secret + "&from=secret/x", from: "secret/x", msg: `repository "secret/x" (the from of a blob mount`},
+		{name: "from percent-encoded", query: "mount=" + secret + "&from=secret%2Fx", from: "secret/x", msg: `repository "secret/x"`},
+		{name: "from in upper case", query: "mount=" + secret + "&FROM=secret/x", from: "secret/x", msg: `repository "secret/x"`},
+		{name: "from repeated", query: "mount=" + secret + "&from=team/base&from=secret/x", msg: "names none of them"},
+		{name: "from malformed", query: "mount=" + secret + "&from=secret/../x", msg: "names none of them"},
+		{name: "no from", query: "mount=" + secret, msg: "names no repository to mount from"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := do(t, node, "POST", "/v2/team/app/blobs/uploads/?"+tt.query, nil)
+			var oci ociErrors
+			if resp.StatusCode != http.StatusForbidden || json.Unmarshal([]byte(body), &oci) != nil || len(oci.Errors) != 1 ||
+				oci.Errors[0].Code != "DENIED" || !strings.Contains(oci.Errors[0].Message, tt.msg) {
+				t.Fatalf("status %d body %s, want 403 DENIED saying %q", resp.StatusCode, body, tt.msg)
+			}
+			if rec := w.audit.wait(t, i+1)[i]; rec.From != tt.from || rec.Status != 403 || rec.Upstream != "" {
+				t.Errorf("audit %+v, want from %q, status 403, no upstream", rec, tt.from)
+			}
+		})
+	}
+	if resp := reg.do(t, "HEAD", "/v2/team/app/blobs/"+secret, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the registry has the secret blob in team/app: HEAD %d, want 404", resp.StatusCode)
+	}
+	resp, body := do(t, node, "POST", "/v2/team/app/blobs/uploads/?mount="+shared+"&from=team/base", nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("mount from team/base: %d %s, want 201", resp.StatusCode, body)
+	}
+	if rec := w.audit.wait(t, len(tests)+1)[len(tests)]; rec.From != "team/base" || rec.Digest != shared || rec.Status != 201 {
+		t.Errorf("audit %+v, want from team/base, the mounted digest, 201", rec)
+	}
+	if resp, body := do(t, node, "GET", "/v2/team/app/blobs/"+shared, nil); resp.StatusCode != 200 || body != "a shared layer" {
+		t.Errorf("GET the mounted blob: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestParseURLMount(t *testing.T) {
+	tests := []struct {
+		name, url string
+		want      API
+	}{
+		{name: "mount", url: "/v2/team/app/blobs/uploads/?mount=" + dgst + "&from=secret/x",
+			want: API{Kind: KindUpload, Repository: "team/app", From: "secret/x", Mount: dgst}},
+		{name: "upload without query", url: "/v2/team/app/blobs/uploads/", want: API{Kind: KindUpload, Repository: "team/app"}},
+		{name: "from on a session", url: "/v2/team/app/blobs/uploads/abc?from=secret/x",
+			want: API{Kind: KindUpload, Repository: "team/app", Reference: "abc", From: "secret/x"}},
+		{name: "empty from", url: "/v2/team/app/blobs/uploads/?mount=" + dgst + "&from=", want: API{Kind: KindOther}},
+		{name: "malformed mount", url: "/v2/team/app/blobs/uploads/?mount=sha256:x&from=team/b", want: API{Kind: KindOther}},
+		{name: "semicolon query", url: "/v2/team/app/blobs/uploads/?mount=" + dgst + ";from=secret/x", want: API{Kind: KindOther}},
+		{name: "from on a manifest is not an upload's", url: "/v2/team/app/manifests/v1?from=secret/x",
+			want: API{Kind: KindManifest, Repository: "team/app", Reference: "v1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", "https://"+registryName+tt.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ParseURL(req.URL); got != tt.want {
+				t.Errorf("ParseURL(%s) = %+v, want %+v", tt.url, got, tt.want)
+			}
+		})
+	}
+}
