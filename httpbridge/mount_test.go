@@ -2,6 +2,7 @@ package httpbridge
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,6 +24,8 @@ func TestBlobMountFromOutsideTheAllowListRefused(t *testing.T) {
 		Methods: []string{"GET", "HEAD", "POST", "PUT", "PATCH"}, Repositories: []string{"team/*"},
 	}})
 	node := w.node(t, "h2")
+	// Each case's refusal from its own client address: a client's
+	// repeated refusals are aggregated in the audit log.
 	tests := []struct {
 		name, query, from, msg string
 	}{
@@ -35,7 +38,7 @@ func TestBlobMountFromOutsideTheAllowListRefused(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := do(t, node, "POST", "/v2/team/app/blobs/uploads/?"+tt.query, nil)
+			resp, body := do(t, w.nodeFrom(t, "h2", fmt.Sprintf("127.0.0.%d", 10+i)), "POST", "/v2/team/app/blobs/uploads/?"+tt.query, nil)
 			var oci ociErrors
 			if resp.StatusCode != http.StatusForbidden || json.Unmarshal([]byte(body), &oci) != nil || len(oci.Errors) != 1 ||
 				oci.Errors[0].Code != "DENIED" || !strings.Contains(oci.Errors[0].Message, tt.msg) {

@@ -203,11 +203,22 @@ func (s staticCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, erro
 // node is an HTTP client on a node: DNS sends registryName to the
 // gateway; proto "h2" or "http/1.1".
 func (w *world) node(tb testing.TB, proto string) *http.Client {
+	return w.nodeFrom(tb, proto, "")
+}
+
+// nodeFrom is node with its connections from the loopback address ip
+// ("": the system's choice): another client address, as the gateway's
+// per-client rules (audit aggregation, limits) tell clients apart.
+func (w *world) nodeFrom(tb testing.TB, proto, ip string) *http.Client {
 	tb.Helper()
+	d := new(net.Dialer)
+	if ip != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
 	t := &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: w.pki.ca.Pool(), ServerName: registryName, NextProtos: []string{proto}},
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return new(net.Dialer).DialContext(ctx, network, w.addr)
+			return d.DialContext(ctx, network, w.addr)
 		},
 		ForceAttemptHTTP2:  proto == "h2",
 		DisableCompression: true,
