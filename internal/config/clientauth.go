@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/snigate/snigate/names"
@@ -53,6 +55,9 @@ func (p *parser) clientAuth(f fields, s *Serve) {
 		return
 	}
 	p.checkCABundle(f, "client_ca", s.ClientCA)
+	if !p.hasErrorAt(f.key("client_ca")) {
+		p.checkClientIssuers(f, s.ClientCA)
+	}
 	if s.ClientCRL != "" {
 		p.checkCRL(f, s.ClientCA, s.ClientCRL)
 	}
@@ -133,6 +138,48 @@ func (p *parser) crlBlock(f fields, der []byte, n int, crlPath, caPath string, c
 	p.errorf(f.keyLine("client_crl"), f.key("client_crl"), "CRL %d of %s (issuer %q, updated %s) is not signed by a certificate of client_ca %s",
 		n, crlPath, crl.Issuer.String(), crl.ThisUpdate.UTC().Format(time.RFC3339), caPath)
 	return false
+}
+
+// checkClientIssuers refuses a client_ca bundle none of whose
+// certificates may issue client certificates: each has an extended key
+// usage without clientAuth (nor anyExtendedKeyUsage), or a key usage
+// without certSign. Go's verification (like OpenSSL's) nests extended key
+// usages down the chain, so such a CA refuses every node, and the refusal
+// would read as the node certificate's fault.
+func (p *parser) checkClientIssuers(f fields, path string) {
+	data, ok := p.readFile(f, "client_ca", path)
+	if !ok {
+		return
+	}
+	var why []string
+	for _, c := range parseCerts(data) {
+		w := clientIssuerFault(c)
+		if w == "" {
+			return
+		}
+		why = append(why, fmt.Sprintf("%q %s", c.Subject.String(), w))
+	}
+	if len(why) == 0 {
+		return
+	}
+	p.errorf(f.keyLine("client_ca"), f.key("client_ca"), "%s cannot issue node (client) certificates: %s; every node would be refused. "+
+		"Use the CA that signs the nodes' clientAuth certificates, or one from snigate ca init (snigate ca issue-node)", path, strings.Join(why, "; "))
+}
+
+// clientIssuerFault says why c cannot issue client certificates, "" if it can.
+func clientIssuerFault(c *x509.Certificate) string {
+	if c.KeyUsage != 0 && c.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return "has a key usage without certSign"
+	}
+	if len(c.ExtKeyUsage) == 0 && len(c.UnknownExtKeyUsage) == 0 {
+		return ""
+	}
+	for _, u := range c.ExtKeyUsage {
+		if u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny {
+			return ""
+		}
+	}
+	return "has an extended key usage without clientAuth"
 }
 
 // parseCerts returns the certificates of a PEM bundle that parse.

@@ -94,6 +94,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.limits(top, c)
 	c.DNS = p.dns(top, listen, c.Listen)
 	c.Routes = p.routes(top)
+	p.upstreamLoops(c)
 	c.DefaultRoute = p.defaultRoute(top, c.Routes)
 	c.Debug = p.debug(top)
 	c.Log = p.log(top)
