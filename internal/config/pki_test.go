@@ -12,9 +12,9 @@ import (
 
 // certSpec describes a test certificate, self-signed with ECDSA P-256.
 type certSpec struct {
-	name     string    // file names: name.crt and name.key
-	isCA     bool      // basic constraints CA:TRUE with certSign usage
-	notAfter time.Time // zero: a day from now
+	name     string             // file names: name.crt and name.key
+	isCA     bool               // basic constraints CA:TRUE with certSign usage
+	notAfter time.Time          // zero: a day from now
 	eku      []x509.ExtKeyUsage // nil: serverAuth and clientAuth
 }
 
