@@ -123,7 +123,11 @@ func (p *parser) document(data []byte) *yaml.Node {
 		p.yamlError(err, data)
 	}
 	root := resolve(doc.Content[0])
-	if root.Kind != yaml.MappingNode {
+	switch {
+	case root.Kind == yaml.ScalarNode:
+		p.errorf(root.Line, "", "not a snigate configuration: want a YAML mapping with keys %s, got the text %s; is this the right file?", strings.Join(topKeys, ", "), describe(root))
+		return nil
+	case root.Kind != yaml.MappingNode:
 		p.errorf(root.Line, "", "want a mapping with keys %s, got %s", strings.Join(topKeys, ", "), describe(root))
 		return nil
 	}

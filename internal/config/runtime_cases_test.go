@@ -71,3 +71,12 @@ func TestForwardToALocalAddressLoops(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// notYAMLCases: a file that is not a configuration at all (a password
+// file, a PEM file) is one message with the start of its text, not the
+// whole file quoted.
+var notYAMLCases = []errorCase{
+	{name: "a text file is not a configuration", yaml: "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\nbin:x:2:2:bin:/bin:/usr/sbin/nologin\n", want: []string{
+		`snigate.yaml:1: not a snigate configuration: want a YAML mapping with keys listen, timeouts, max_connections, max_connections_per_client, max_handshakes, dns, default_route, routes, debug, log, got the text "root:x:0:0:root:/root:/bin/bash daemon:x:1:1:daemon:/usr/sbi"... (116 bytes); is this the right file?`,
+	}},
+}
