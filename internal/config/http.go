@@ -196,13 +196,14 @@ func (p *parser) cache(h fields) *Cache {
 }
 
 // sizeAt returns a size in bytes: an integer with an optional unit (B,
-// KB, MB, GB, TB powers of 1000; KiB, MiB, GiB, TiB powers of 1024).
+// KB, MB, GB, TB, PB powers of 1000; KiB, MiB, GiB, TiB, PiB powers of
+// 1024).
 func (p *parser) sizeAt(f fields, name string, def int64) int64 {
 	n := f.get(name)
 	if n == nil {
 		return def
 	}
-	const want = `a size such as "50GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)`
+	const want = `a size such as "50GiB" (B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)`
 	s, ok := p.scalar(n, f.key(name), want)
 	if !ok {
 		return def
@@ -218,8 +219,8 @@ func (p *parser) sizeAt(f fields, name string, def int64) int64 {
 // sizeUnits are the units ParseSize accepts.
 var sizeUnits = map[string]int64{
 	"": 1, "B": 1,
-	"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+	"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
 }
 
 // ParseSize parses a size such as "50GiB", "500MB" or "1048576".
