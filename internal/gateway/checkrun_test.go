@@ -23,7 +23,7 @@ func TestCheckRefusesAnAuditLogRunCannotOpen(t *testing.T) {
 	must(t, os.Mkdir(logDir, 0o755))
 	tests := []struct {
 		name, auditLog, want string
-		asUser           bool // needs a user that file modes bind (not root)
+		asUser               bool // needs a user that file modes bind (not root)
 	}{
 		{name: "a directory", auditLog: logDir,
 			want: "snigate.yaml:12: routes[0].http.audit_log: " + logDir + " is a directory: name a file in it, such as " + filepath.Join(logDir, "audit.log")},
