@@ -10,7 +10,7 @@ import (
 	"github.com/snigate/snigate/internal/config"
 )
 
-// Exit statuses (interface.md).
+// Exit statuses (snigate help: 0 success, 1 runtime failure, 2 bad usage or invalid configuration).
 const (
 	exitOK      = 0
 	exitRuntime = 1

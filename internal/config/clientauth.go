@@ -14,7 +14,7 @@ import (
 )
 
 // clientAuthKeys are the keys of serve: that ask nodes for a client
-// certificate (interface.md "Node identity").
+// certificate (docs/configuration.md, "Node identity").
 var clientAuthKeys = []string{"client_ca", "client_names", "client_crl"}
 
 // spliceClientAuth reports, on a splice route, each node identity key
