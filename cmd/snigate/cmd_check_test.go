@@ -94,3 +94,29 @@ func TestCtlReloadRejectedHasNoUsageHint(t *testing.T) {
 		t.Errorf("stderr:\n%q\nwant:\n%q", stderr.String(), want)
 	}
 }
+
+// TestCAInitForNodes is issue 27 item 8: a CA made only to sign node
+// certificates printed the instructions for making nodes trust it as a
+// serving CA (copy ca.crt to certs.d on every node). With --nodes it says
+// how serve.client_ca and ca issue-node use it, and nothing about trust.
+func TestCAInitForNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodes-ca")
+	var stdout, stderr bytes.Buffer
+	if got := run([]string{"ca", "init", "--out", dir, "--nodes"}, &stdout, &stderr); got != 0 {
+		t.Fatalf("exit %d: %s", got, &stderr)
+	}
+	for _, w := range []string{"nodes do not need to trust it", "client_ca: " + filepath.Join(dir, "ca.crt"), "snigate ca issue-node NODE --ca " + dir} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("stdout lacks %q:\n%s", w, &stdout)
+		}
+	}
+	for _, n := range []string{"certs.d", "no name constraints"} {
+		if strings.Contains(stdout.String(), n) {
+			t.Errorf("stdout has the serving CA's %q:\n%s", n, &stdout)
+		}
+	}
+	stderr.Reset()
+	if got := run([]string{"ca", "init", "--out", dir + "2", "--nodes", "--name", "a.test"}, &stdout, &stderr); got != 2 || !strings.Contains(stderr.String(), "--nodes") {
+		t.Errorf("--nodes with --name: exit %d, stderr %s", got, &stderr)
+	}
+}
