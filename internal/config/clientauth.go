@@ -141,29 +141,36 @@ func (p *parser) crlBlock(f fields, der []byte, n int, crlPath, caPath string, c
 }
 
 // checkClientIssuers refuses a client_ca bundle none of whose
-// certificates may issue client certificates: each has an extended key
-// usage without clientAuth (nor anyExtendedKeyUsage), or a key usage
-// without certSign. Go's verification (like OpenSSL's) nests extended key
-// usages down the chain, so such a CA refuses every node, and the refusal
-// would read as the node certificate's fault.
+// certificates may issue client certificates (ClientIssuersFault): every
+// node would be refused, and the refusal would read as the node
+// certificate's fault.
 func (p *parser) checkClientIssuers(f fields, path string) {
 	data, ok := p.readFile(f, "client_ca", path)
 	if !ok {
 		return
 	}
+	if why := ClientIssuersFault(parseCerts(data)); why != "" {
+		p.errorf(f.keyLine("client_ca"), f.key("client_ca"), "%s cannot issue node (client) certificates: %s; every node would be refused. "+
+			"Use the CA that signs the nodes' clientAuth certificates, or one from snigate ca init (snigate ca issue-node)", path, why)
+	}
+}
+
+// ClientIssuersFault says why none of cas (a serve.client_ca bundle) may
+// issue client certificates, "" when one may (or cas is empty): each has
+// an extended key usage without clientAuth (nor anyExtendedKeyUsage), or
+// a key usage without certSign. Go's verification (like OpenSSL's) nests
+// extended key usages down the chain, so such a bundle refuses every
+// node. The gateway says it again when the bundle file changes.
+func ClientIssuersFault(cas []*x509.Certificate) string {
 	var why []string
-	for _, c := range parseCerts(data) {
+	for _, c := range cas {
 		w := clientIssuerFault(c)
 		if w == "" {
-			return
+			return ""
 		}
 		why = append(why, fmt.Sprintf("%q %s", c.Subject.String(), w))
 	}
-	if len(why) == 0 {
-		return
-	}
-	p.errorf(f.keyLine("client_ca"), f.key("client_ca"), "%s cannot issue node (client) certificates: %s; every node would be refused. "+
-		"Use the CA that signs the nodes' clientAuth certificates, or one from snigate ca init (snigate ca issue-node)", path, strings.Join(why, "; "))
+	return strings.Join(why, "; ")
 }
 
 // clientIssuerFault says why c cannot issue client certificates, "" if it can.
