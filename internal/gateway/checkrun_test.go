@@ -129,3 +129,12 @@ func TestExposureWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRefusesAnAuditLogOnProc: root passes access(2) in /proc, so a
+// new audit log there passed check and failed at run.
+func TestCheckRefusesAnAuditLogOnProc(t *testing.T) {
+	err := checkAuditLog("/proc/snigate-audit.log")
+	if err == nil || !strings.Contains(err.Error(), "cannot create /proc/snigate-audit.log: ") {
+		t.Errorf("checkAuditLog = %v, want cannot create", err)
+	}
+}

@@ -47,6 +47,9 @@ func checkAuditLog(path string) error {
 	if syscall.Access(dir, 0x2|0x1) != nil { // W_OK|X_OK
 		return fmt.Errorf("cannot create %s: the directory %s is not writable by this user: give snigate write access (systemd ReadWritePaths=, LogsDirectory=) or name a file elsewhere", path, dir)
 	}
+	if err := writableFS(dir); err != nil {
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	}
 	return nil
 }
 
