@@ -138,3 +138,26 @@ func TestCheckRefusesAnAuditLogOnProc(t *testing.T) {
 		t.Errorf("checkAuditLog = %v, want cannot create", err)
 	}
 }
+
+// TestRunWarnsAboutAnOpenResolver: the warnings check prints, run logs at
+// start (issue 27 item 2: the Quick start's own file was an open resolver
+// and nothing said so).
+func TestRunWarnsAboutAnOpenResolver(t *testing.T) {
+	w := newWorld(t, `listen:
+  tls: ["127.0.0.1:0"]
+  dns: "0.0.0.0:0"
+dns:
+  answer: [192.0.2.10]
+  forward: ["192.0.2.53"]
+routes:
+  - name: git
+    sni: [git.test]
+    mode: splice
+    upstreams: ["127.0.0.1:1"]
+`)
+	w.start()
+	if !strings.Contains(w.logs.String(), `level=WARN msg="configuration warning" key=listen.dns detail=`) ||
+		!strings.Contains(w.logs.String(), "an open resolver") {
+		t.Errorf("no open resolver warning at start:\n%s", w.logs)
+	}
+}

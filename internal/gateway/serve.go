@@ -163,7 +163,7 @@ func (g *Gateway) logStart(ls *listeners) {
 	}
 	for _, w := range ExposureWarnings(gen.cfg) {
 		if w.Key != "listen.admin" { // logged as the admin listener opens
-			g.log.Warn("exposed to every client", "detail", w.Error())
+			g.log.Warn("configuration warning", "key", w.Key, "detail", w.Error())
 		}
 	}
 }
