@@ -95,6 +95,7 @@ func TestExampleConfigsPassSnigateCheck(t *testing.T) {
 			}
 		}
 	}
+	examples["README.md Quick start"] = quickStartYAML(t)
 	bin := buildSnigate(t)
 	for name, text := range examples {
 		t.Run(name, func(t *testing.T) {
@@ -102,10 +103,32 @@ func TestExampleConfigsPassSnigateCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command(bin, "check", "-c", localCopy(t, text, cfg)).CombinedOutput()
-			if err != nil {
-				t.Fatalf("snigate check: %v\n%s", err, out)
+			var stdout, stderr strings.Builder
+			cmd := exec.Command(bin, "check", "-c", localCopy(t, text, cfg))
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("snigate check: %v\n%s%s", err, &stdout, &stderr)
+			}
+			for _, bad := range []string{"open resolver", "presents the edge identity"} {
+				// The Kubernetes examples leave who may connect to their
+				// NetworkPolicy and the nodes' firewall, and are warned so.
+				if strings.Contains(stderr.String(), bad) && !strings.HasPrefix(name, "kubernetes/") {
+					t.Errorf("snigate check warns that the example is exposed:\n%s", &stderr)
+				}
 			}
 		})
 	}
+}
+
+// quickStartYAML is the configuration of the README's Quick start, which
+// once made an open resolver (listen.dns on every address, dns.forward,
+// no listen.allow).
+func quickStartYAML(t *testing.T) string {
+	t.Helper()
+	_, after, ok := strings.Cut(string(readFile(t, "../README.md")), "## Quick start")
+	m := yamlBlock.FindStringSubmatch(after)
+	if !ok || m == nil {
+		t.Fatal("README.md has no Quick start configuration")
+	}
+	return m[1]
 }

@@ -33,8 +33,8 @@ exactly as snigate check prints them, and the exit status is 2.
 				}
 			}
 			if res.Result != admin.ReloadSuccess {
-				return &exitError{status: exitUsage, err: fmt.Errorf("invalid configuration (%d errors):\n%s",
-					len(res.Errors), strings.Join(res.Errors, "\n"))}
+				return &exitError{status: exitUsage, noHint: true, err: fmt.Errorf("%s:\n%s",
+					invalidConfiguration(len(res.Errors)), strings.Join(res.Errors, "\n"))}
 			}
 			if o.output != outputJSON {
 				fmt.Fprintln(a.stdout, "configuration reloaded")

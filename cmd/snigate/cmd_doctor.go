@@ -30,7 +30,7 @@ func newDoctorCmd(a *app) *cobra.Command {
 the resolver configuration, the DNS answers (A, AAAA, HTTPS), TCP and TLS to
 the gateway, the certificate chain and name, GET /v2/, and the hosts a pull
 also touches (the token realm, blob redirects). Each line is ok, warn or FAIL,
-the step (resolver, dns, tcp, tls, http, realm, redirect), what it found, and
+the step (resolver, dns, tcp, tls, http, realm, manifest, redirect), what it found, and
 on failure what to change. Exits 0 only when a pull would work, 1 when a step
 failed, 2 for a bad NAME.`,
 		Example: `  snigate doctor registry.example.com

@@ -10,7 +10,7 @@ import (
 	"github.com/snigate/snigate/internal/config"
 )
 
-// Exit statuses (interface.md).
+// Exit statuses (snigate help: 0 success, 1 runtime failure, 2 bad usage or invalid configuration).
 const (
 	exitOK      = 0
 	exitRuntime = 1
@@ -19,12 +19,14 @@ const (
 
 // exitError is an error a command returns with the exit status it calls
 // for. usage, when set, is printed after the message; silent prints
-// nothing (the command's output already said it).
+// nothing (the command's output already said it); noHint leaves out the
+// "--help" hint of exit status 2 (the file was wrong, not the command).
 type exitError struct {
 	status int
 	err    error
 	usage  *cobra.Command
 	silent bool
+	noHint bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -73,15 +75,23 @@ func exitStatus(stderr io.Writer, cmd *cobra.Command, err error) int {
 	}
 	var cerr config.ErrorList
 	if errors.As(err, &cerr) {
-		fmt.Fprintf(stderr, "%s: invalid configuration (%d errors):\n%v\n", name, len(cerr), cerr)
+		fmt.Fprintf(stderr, "%s: %s:\n%v\n", name, invalidConfiguration(len(cerr)), cerr)
 		return ee.status
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, ee.err)
 	switch {
 	case ee.usage != nil:
 		fmt.Fprint(stderr, ee.usage.UsageString())
-	case ee.status == exitUsage:
+	case ee.status == exitUsage && !ee.noHint:
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
 	}
 	return ee.status
+}
+
+// invalidConfiguration is "invalid configuration (1 error)", "(2 errors)".
+func invalidConfiguration(n int) string {
+	if n == 1 {
+		return "invalid configuration (1 error)"
+	}
+	return fmt.Sprintf("invalid configuration (%d errors)", n)
 }

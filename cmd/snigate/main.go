@@ -21,7 +21,12 @@ func main() {
 // run runs the command line args and returns its exit status (0 success,
 // 1 runtime failure, 2 bad usage or invalid configuration).
 func run(args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return runWithStdin(args, os.Stdin, stdout, stderr)
+}
+
+// runWithStdin is run reading standard input from stdin (check -c -).
+func runWithStdin(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	root := newRoot(a)
 	if len(args) == 0 {
 		return exitStatus(stderr, root, usageError("a command is required", root))

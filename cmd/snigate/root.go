@@ -11,6 +11,7 @@ import (
 // app is what every command reads: where its output goes and the
 // process environment.
 type app struct {
+	stdin          io.Reader // check -c -
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }

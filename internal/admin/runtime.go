@@ -174,6 +174,8 @@ func (s *Server) notReadyReason() string {
 	switch {
 	case s.switchOff.Load():
 		return `switched off (POST /api/ready {"ready":false}, snigate ctl ready off); still serving`
+	case s.cfg.NotReadyFunc != nil:
+		return s.cfg.NotReadyFunc()
 	case s.everUp.Load():
 		return "draining"
 	}

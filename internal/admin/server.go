@@ -35,6 +35,11 @@ type Config struct {
 	Caches cacheAPI
 	// ReadyFunc backs /readyz. nil: ready whenever the server runs.
 	ReadyFunc func() bool
+	// NotReadyFunc, when set, says what the process does while ReadyFunc
+	// says not ready ("starting: taking over from ...", "draining"), for
+	// /readyz and GET /api/ready; the readiness switch still comes first.
+	// nil: "starting" until ReadyFunc was true once, "draining" after.
+	NotReadyFunc func() string
 	// Gatherer backs /metrics. nil: /metrics answers 404.
 	Gatherer prometheus.Gatherer
 	// Logger receives state changes (info) and failures. nil: slog.Default().

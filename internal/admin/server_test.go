@@ -130,3 +130,15 @@ func TestServeReturnsNilAfterShutdown(t *testing.T) {
 		t.Errorf("Serve after Shutdown = %v, want nil", err)
 	}
 }
+
+// TestReadyzSaysWhatTheGatewayDoes: with NotReadyFunc, /readyz names what
+// the gateway is doing (a process started by SIGUSR2 taking over) instead
+// of guessing "starting" or "draining" from what /readyz itself saw.
+func TestReadyzSaysWhatTheGatewayDoes(t *testing.T) {
+	const why = "starting: taking over the listening sockets from the previous process (SIGUSR2 upgrade), which serves until this one is ready"
+	_, addr := startServer(t, Config{ReadyFunc: func() bool { return false }, NotReadyFunc: func() string { return why }}, "127.0.0.1:0")
+	a := call(t, "GET", addr, "/readyz", "", "")
+	if a.code != 503 || a.body != "not ready: "+why+"\n" {
+		t.Errorf("got %d %q, want 503 %q", a.code, a.body, "not ready: "+why+"\n")
+	}
+}

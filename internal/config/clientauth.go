@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/snigate/snigate/names"
@@ -12,7 +14,7 @@ import (
 )
 
 // clientAuthKeys are the keys of serve: that ask nodes for a client
-// certificate (interface.md "Node identity").
+// certificate (docs/configuration.md, "Node identity").
 var clientAuthKeys = []string{"client_ca", "client_names", "client_crl"}
 
 // spliceClientAuth reports, on a splice route, each node identity key
@@ -53,6 +55,9 @@ func (p *parser) clientAuth(f fields, s *Serve) {
 		return
 	}
 	p.checkCABundle(f, "client_ca", s.ClientCA)
+	if !p.hasErrorAt(f.key("client_ca")) {
+		p.checkClientIssuers(f, s.ClientCA)
+	}
 	if s.ClientCRL != "" {
 		p.checkCRL(f, s.ClientCA, s.ClientCRL)
 	}
@@ -133,6 +138,55 @@ func (p *parser) crlBlock(f fields, der []byte, n int, crlPath, caPath string, c
 	p.errorf(f.keyLine("client_crl"), f.key("client_crl"), "CRL %d of %s (issuer %q, updated %s) is not signed by a certificate of client_ca %s",
 		n, crlPath, crl.Issuer.String(), crl.ThisUpdate.UTC().Format(time.RFC3339), caPath)
 	return false
+}
+
+// checkClientIssuers refuses a client_ca bundle none of whose
+// certificates may issue client certificates (ClientIssuersFault): every
+// node would be refused, and the refusal would read as the node
+// certificate's fault.
+func (p *parser) checkClientIssuers(f fields, path string) {
+	data, ok := p.readFile(f, "client_ca", path)
+	if !ok {
+		return
+	}
+	if why := ClientIssuersFault(parseCerts(data)); why != "" {
+		p.errorf(f.keyLine("client_ca"), f.key("client_ca"), "%s cannot issue node (client) certificates: %s; every node would be refused. "+
+			"Use the CA that signs the nodes' clientAuth certificates, or one from snigate ca init (snigate ca issue-node)", path, why)
+	}
+}
+
+// ClientIssuersFault says why none of cas (a serve.client_ca bundle) may
+// issue client certificates, "" when one may (or cas is empty): each has
+// an extended key usage without clientAuth (nor anyExtendedKeyUsage), or
+// a key usage without certSign. Go's verification (like OpenSSL's) nests
+// extended key usages down the chain, so such a bundle refuses every
+// node. The gateway says it again when the bundle file changes.
+func ClientIssuersFault(cas []*x509.Certificate) string {
+	var why []string
+	for _, c := range cas {
+		w := clientIssuerFault(c)
+		if w == "" {
+			return ""
+		}
+		why = append(why, fmt.Sprintf("%q %s", c.Subject.String(), w))
+	}
+	return strings.Join(why, "; ")
+}
+
+// clientIssuerFault says why c cannot issue client certificates, "" if it can.
+func clientIssuerFault(c *x509.Certificate) string {
+	if c.KeyUsage != 0 && c.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return "has a key usage without certSign"
+	}
+	if len(c.ExtKeyUsage) == 0 && len(c.UnknownExtKeyUsage) == 0 {
+		return ""
+	}
+	for _, u := range c.ExtKeyUsage {
+		if u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny {
+			return ""
+		}
+	}
+	return "has an extended key usage without clientAuth"
 }
 
 // parseCerts returns the certificates of a PEM bundle that parse.

@@ -184,7 +184,7 @@ type Serve struct {
 	// AEAD-only default (sni.DefaultServeCipherSuites).
 	CipherSuites []uint16
 	// ClientCA is the PEM bundle node client certificates must chain to
-	// (interface.md "Node identity"); "": no client certificate is asked.
+	// (docs/configuration.md, "Node identity"); "": no client certificate is asked.
 	ClientCA string
 	// ClientNames are the identities allowed (names.CheckIdentityPattern),
 	// matched against the subject CN, DNS and URI SANs; nil: any

@@ -23,6 +23,7 @@ func (p *parser) dns(top, listen fields, l Listen) DNS {
 	seen := dupChecker{}
 	for _, it := range p.listAt(f, "forward", `["10.96.0.10:53"]`) {
 		if a, ok := p.forwardAddr(it); ok && seen.check(p, it, a) {
+			p.forwardLoop(it, a, l)
 			d.Forward = append(d.Forward, a)
 		}
 	}

@@ -35,7 +35,7 @@ func (p *parser) health(route fields, mode string) Health {
 
 // httpCheck returns path and expect_status. They are validated whatever
 // the check: the http check uses them, and so does `snigate check --probe`
-// (interface.md's own example sets them next to check: tls).
+// (docs/configuration.md's example sets them next to check: tls).
 func (p *parser) httpCheck(f fields, _ string) (string, []int) {
 	return p.healthPath(f), p.expectStatus(f)
 }

@@ -53,7 +53,7 @@ var knownMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OP
 var repoSegment = regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*$`)
 
 // http parses a route's http: section, which only bridge routes may have.
-func (p *parser) http(route fields, mode string) *HTTP {
+func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
 	if mode == ModeSplice && p.notInMode(route, "http", mode, ModeBridge) {
 		return nil
 	}
@@ -65,7 +65,7 @@ func (p *parser) http(route fields, mode string) *HTTP {
 	h := &HTTP{
 		Forwarded:    p.boolAt(f, "forwarded", true),
 		Methods:      p.methods(f),
-		Repositories: p.repositories(f),
+		Repositories: p.repositories(f, hosts),
 		AuditLog:     p.auditLog(f),
 		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, RedirectsFollow, RedirectsPass),
 		Cache:        p.cache(f),
@@ -126,13 +126,19 @@ func (p *parser) methods(f fields) []string {
 		}
 	}
 	p.require(f, "methods", len(out) > 0, "one or more methods such as [GET, HEAD]; remove the key for the read-only default")
+	if len(out) > 0 && !contains(out, "GET") {
+		p.errorf(f.keyLine("methods"), f.key("methods"), "want GET among the methods, got [%s]: every pull, and the GET /v2/ every client sends first, "+
+			"would be refused with 405; add GET (and HEAD)", strings.Join(out, ", "))
+	}
 	return out
 }
 
 // repositories returns http.repositories: repository names of the OCI
 // distribution specification, whose path segments may be "*" (one
-// segment) or, last, "**" (any depth).
-func (p *parser) repositories(f fields) []string {
+// segment) or, last, "**" (any depth). A pattern may not start with one
+// of hosts (the route's registry host names): a node asks for
+// "team/app", never for "registry.example.com/team/app".
+func (p *parser) repositories(f fields, hosts []string) []string {
 	var out []string
 	seen := dupChecker{}
 	for _, it := range p.listAt(f, "repositories", `["team/app", "team/*", "team/**"]`) {
@@ -142,6 +148,10 @@ func (p *parser) repositories(f fields) []string {
 		}
 		if msg := checkRepoPattern(s); msg != "" {
 			p.errorf(it.node.Line, it.key, "%s, got %q", msg, s)
+			continue
+		}
+		if host, rest, ok := strings.Cut(s, "/"); ok && contains(hosts, host) {
+			p.errorf(it.node.Line, it.key, "%q starts with the registry's host name %s: nodes ask for repositories without it, so the pattern matches nothing and every pull is refused with 403; write %q", s, host, rest)
 			continue
 		}
 		if seen.check(p, it, s) {
@@ -202,13 +212,14 @@ func (p *parser) cache(h fields) *Cache {
 }
 
 // sizeAt returns a size in bytes: an integer with an optional unit (B,
-// KB, MB, GB, TB powers of 1000; KiB, MiB, GiB, TiB powers of 1024).
+// KB, MB, GB, TB, PB powers of 1000; KiB, MiB, GiB, TiB, PiB powers of
+// 1024).
 func (p *parser) sizeAt(f fields, name string, def int64) int64 {
 	n := f.get(name)
 	if n == nil {
 		return def
 	}
-	const want = `a size such as "50GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)`
+	const want = `a size such as "50GiB" (B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)`
 	s, ok := p.scalar(n, f.key(name), want)
 	if !ok {
 		return def
@@ -224,8 +235,8 @@ func (p *parser) sizeAt(f fields, name string, def int64) int64 {
 // sizeUnits are the units ParseSize accepts.
 var sizeUnits = map[string]int64{
 	"": 1, "B": 1,
-	"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+	"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
 }
 
 // ParseSize parses a size such as "50GiB", "500MB" or "1048576".

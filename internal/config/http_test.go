@@ -100,7 +100,7 @@ func TestHTTPSectionErrors(t *testing.T) {
 			"snigate.yaml:10: routes[0].http.cache.dir: required: the directory of the cache, such as /var/cache/snigate/registry",
 		}},
 		{name: "cache size", yaml: minimalBridge + "    http: {cache: {dir: c, max_size: 5 apples}}\n", want: []string{
-			`snigate.yaml:10: routes[0].http.cache.max_size: want a size such as "50GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), more than 0, got "5 apples"`,
+			`snigate.yaml:10: routes[0].http.cache.max_size: want a size such as "50GiB" (B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB), more than 0, got "5 apples"`,
 		}},
 		{name: "cache unknown key", yaml: minimalBridge + "    http: {cache: {dir: c, size: 1}}\n", want: []string{
 			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline",
@@ -137,7 +137,7 @@ func TestParseSize(t *testing.T) {
 	}{
 		{"1048576", 1 << 20, true}, {"50GiB", 50 << 30, true}, {"500MB", 500e6, true}, {"1 TiB", 1 << 40, true},
 		{"10B", 10, true}, {"", 0, false}, {"GiB", 0, false}, {"5gb", 0, false}, {"-1GiB", 0, false},
-		{"99999999999TiB", 0, false}, {"1.5GiB", 0, false},
+		{"99999999999TiB", 0, false}, {"1.5GiB", 0, false}, {"2PiB", 2 << 50, true}, {"3PB", 3e15, true}, {"8192PiB", 0, false},
 	}
 	for _, tc := range tests {
 		got, ok := ParseSize(tc.in)

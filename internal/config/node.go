@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -177,7 +178,23 @@ func describe(n *yaml.Node) string {
 	case n.Kind == yaml.AliasNode:
 		return "an alias"
 	}
-	return fmt.Sprintf("%q", n.Value)
+	return quoteShort(n.Value)
+}
+
+// maxQuoted is how much of a value a message quotes: a file that is not
+// YAML at all parses as one long text, not worth printing whole.
+const maxQuoted = 60
+
+// quoteShort quotes s, or its start and its length when it is long.
+func quoteShort(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:cut], len(s))
 }
 
 func contains(list []string, s string) bool {

@@ -27,9 +27,29 @@ func Load(path string) (*Config, error) {
 	return Parse(path, data)
 }
 
+// StdinName is the file name of a configuration read from standard input
+// (`snigate check -c -`), in messages; relative file names in it are
+// relative to the working directory.
+const StdinName = "<stdin>"
+
+// maxConfig is the largest configuration file read.
+const maxConfig = 16 << 20
+
+// LoadReader reads a configuration from r (standard input) and parses it
+// as the file name, StdinName for `check -c -` (see Parse).
+func LoadReader(name string, r io.Reader) (*Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxConfig+1))
+	switch {
+	case err != nil:
+		return nil, ErrorList{{File: name, Msg: "cannot read the configuration: " + err.Error()}}
+	case len(data) > maxConfig:
+		return nil, ErrorList{{File: name, Msg: "cannot read the configuration: larger than 16 MiB"}}
+	}
+	return Parse(name, data)
+}
+
 // readConfig reads path, which must be a regular file of a sane size.
 func readConfig(path string) ([]byte, error) {
-	const maxConfig = 16 << 20
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -94,6 +114,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.limits(top, c)
 	c.DNS = p.dns(top, listen, c.Listen)
 	c.Routes = p.routes(top)
+	p.upstreamLoops(c)
 	c.DefaultRoute = p.defaultRoute(top, c.Routes)
 	c.Debug = p.debug(top)
 	c.Log = p.log(top)
@@ -122,7 +143,11 @@ func (p *parser) document(data []byte) *yaml.Node {
 		p.yamlError(err, data)
 	}
 	root := resolve(doc.Content[0])
-	if root.Kind != yaml.MappingNode {
+	switch {
+	case root.Kind == yaml.ScalarNode:
+		p.errorf(root.Line, "", "not a snigate configuration: want a YAML mapping with keys %s, got the text %s; is this the right file?", strings.Join(topKeys, ", "), describe(root))
+		return nil
+	case root.Kind != yaml.MappingNode:
 		p.errorf(root.Line, "", "want a mapping with keys %s, got %s", strings.Join(topKeys, ", "), describe(root))
 		return nil
 	}

@@ -30,7 +30,7 @@ func parseInDir(t *testing.T, dir, yaml string) []string {
 func TestParseErrors(t *testing.T) {
 	dir := t.TempDir()
 	testPKI(t, dir)
-	for _, tc := range errorCases {
+	for _, tc := range slices.Concat(errorCases, runtimeFaultCases, notYAMLCases) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := parseInDir(t, dir, tc.yaml)
 			if len(got) == 0 {

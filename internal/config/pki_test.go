@@ -12,9 +12,10 @@ import (
 
 // certSpec describes a test certificate, self-signed with ECDSA P-256.
 type certSpec struct {
-	name     string    // file names: name.crt and name.key
-	isCA     bool      // basic constraints CA:TRUE with certSign usage
-	notAfter time.Time // zero: a day from now
+	name     string             // file names: name.crt and name.key
+	isCA     bool               // basic constraints CA:TRUE with certSign usage
+	notAfter time.Time          // zero: a day from now
+	eku      []x509.ExtKeyUsage // nil: serverAuth and clientAuth
 }
 
 // testPKI writes the certificates every file test needs into dir:
@@ -24,6 +25,7 @@ type certSpec struct {
 //	ca.crt/key       a CA for serve.ca_cert/ca_key and upstream_tls.ca
 //	other.key        a key that matches none of the certificates
 //	expired.crt/key  a leaf whose NotAfter is 2020-01-02T03:04:05Z
+//	server-ca.crt/key a CA whose extended key usage is serverAuth only
 //	garbage.txt      not PEM
 //	a-directory/     not a file
 func testPKI(t *testing.T, dir string) {
@@ -37,6 +39,7 @@ func testPKI(t *testing.T, dir string) {
 		{name: "ca", isCA: true},
 		{name: "other"},
 		{name: "expired", notAfter: time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{name: "server-ca", isCA: true, eku: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
 	} {
 		writeCert(t, dir, s)
 	}
@@ -54,9 +57,13 @@ func writeCert(t *testing.T, dir string, spec certSpec) {
 	if notAfter.IsZero() {
 		notAfter = time.Now().Add(24 * time.Hour)
 	}
+	eku := spec.eku
+	if eku == nil {
+		eku = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	}
 	opts := []pki.Option{
 		pki.SANs(spec.name + ".example.test"),
-		pki.ExtKeyUsage(x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth),
+		pki.ExtKeyUsage(eku...),
 		pki.Validity(notAfter.Add(-48*time.Hour), notAfter),
 	}
 	if spec.isCA {

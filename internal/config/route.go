@@ -2,9 +2,12 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/snigate/snigate/names"
 )
 
 var routeKeys = []string{"name", "sni", "mode", "upstreams", "balance", "proxy_protocol", "health", "serve", "upstream_tls",
@@ -76,9 +79,24 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	r.Serve = p.serve(f, r.Mode)
 	r.UpstreamTLS = p.upstreamTLS(f, r.Mode)
 	r.MaxDials, r.MaxDialsPerClient = p.dialBounds(f, r.Mode)
-	r.HTTP = p.http(f, r.Mode)
+	r.HTTP = p.http(f, r.Mode, registryHosts(r))
 	refs.http = f
 	return r, refs
+}
+
+// registryHosts are the host names a route's registry goes by: its SNI
+// names, upstream_tls.server_name and its upstreams' hosts.
+func registryHosts(r Route) []string {
+	hosts := append([]string(nil), r.SNI...)
+	if r.UpstreamTLS.ServerName != "" {
+		hosts = append(hosts, names.Canonical(r.UpstreamTLS.ServerName))
+	}
+	for _, u := range r.Upstreams {
+		if h, _, err := net.SplitHostPort(u); err == nil {
+			hosts = append(hosts, names.Canonical(h))
+		}
+	}
+	return hosts
 }
 
 // dialBounds returns a bridge route's max_dials and max_dials_per_client:

@@ -28,6 +28,9 @@ type Options struct {
 	Keep bool
 	// Out receives the tour's lines; nil means os.Stdout.
 	Out io.Writer
+	// Command is how the --keep hints invoke snigate; "": this program
+	// as it was started (selfCommand).
+	Command string
 	// Logger, when set, also receives every line of the gateway's log.
 	// The tour shows the connection lines of each step either way (and,
 	// with Keep, the connection lines and warnings as they come).
@@ -48,7 +51,7 @@ type tour struct {
 func (t *tour) step(what string, f func() (string, error)) error {
 	begin := time.Now()
 	detail, err := f()
-	d := time.Since(begin).Round(time.Millisecond)
+	d := seconds(time.Since(begin))
 	if err != nil {
 		t.failed = true
 		fmt.Fprintf(t.out, "  FAIL %-48s %7s  %v\n", what, d, err)
@@ -80,7 +83,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("%w: %v", ErrFailed, err)
 	}
 	fmt.Fprintf(out, "\nverdict: OK — a node with no proxy setting pulled %s through snigate, which carried the edge certificate; the registry refused the same pull without it (%s)\n",
-		RegistryName, time.Since(w.t.start).Round(time.Millisecond))
+		RegistryName, seconds(time.Since(w.t.start)))
 	if opts.Keep {
 		w.printTryIt(out)
 		w.log.goLive(out)

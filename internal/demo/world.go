@@ -29,8 +29,9 @@ import (
 
 // world is everything the tour starts; close stops it all.
 type world struct {
-	t   *tour
-	dir string
+	t       *tour
+	dir     string
+	command string // how the --keep hints run snigate
 
 	registryCA, edgeCA *pki.Authority
 	registryCert       tls.Certificate
@@ -54,7 +55,10 @@ func newWorld(ctx context.Context, opts Options, out io.Writer) (*world, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &world{t: &tour{out: out, start: time.Now()}, dir: dir, log: newLogTap()}
+	w := &world{t: &tour{out: out, start: time.Now()}, dir: dir, log: newLogTap(), command: opts.Command}
+	if w.command == "" {
+		w.command = selfCommand(os.Args[0])
+	}
 	fmt.Fprintf(out, "snigate demo: a node pulls %s through the gateway, which holds the only certificate the registry accepts\n\n", RegistryName)
 	steps := []struct {
 		what string
@@ -314,11 +318,11 @@ snigate stays up (--keep). Try it by hand, then press Ctrl-C:
   skopeo inspect --cert-dir /tmp/snigate-certs docker://%[3]s:%[1]s/demo/hello:1.0
 
   # runtime API
-  go run ./cmd/snigate ctl --admin %[5]s upstreams
+  %[7]s ctl --admin %[5]s upstreams
   curl -s http://%[5]s/metrics | grep ^snigate_
 
   configuration: %[6]s
 
 The gateway's connection lines (and any warning) follow as they happen:
-`, port, dport, RegistryName, filepath.Join(w.dir, "gateway-ca", "ca.crt"), w.addrs.Admin, w.path("snigate.yaml"))
+`, port, dport, RegistryName, filepath.Join(w.dir, "gateway-ca", "ca.crt"), w.addrs.Admin, w.path("snigate.yaml"), w.command)
 }

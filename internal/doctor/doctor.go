@@ -60,7 +60,7 @@ const (
 // Result is one step's line.
 type Result struct {
 	Status Status
-	Step   string // resolver dns tcp tls http realm redirect
+	Step   string // resolver dns tcp tls http realm manifest redirect
 	Found  string // what the step saw
 	Advice string // what to change; "" when nothing
 }

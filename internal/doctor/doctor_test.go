@@ -23,7 +23,7 @@ func TestDoctor(t *testing.T) {
 		{name: "working node, image given", wantOK: true,
 			setup: func(t *testing.T, w *world, c *Config) { c.Name = w.image() },
 			want: []string{"ok   resolver", "ok   dns", "ok   tcp", "ok   tls", "ALPN h2", "ok   http", "token realm https://auth.test",
-				"ok   realm    auth.test resolves to 127.0.0.1 (the gateway)", "ok   redirect blobs.test resolves to 127.0.0.1 (the gateway)"}},
+				"ok   realm    auth.test resolves to 127.0.0.1 (the gateway)", "ok   manifest team/app:1 read; its blob sha256:c0ffee", "ok   redirect blobs.test resolves to 127.0.0.1 (the gateway)"}},
 		{name: "working node, registry only: redirect not checked", wantOK: true,
 			want: []string{"warn redirect not checked"}},
 		{name: "CA missing", failStep: "tls",
@@ -50,6 +50,19 @@ func TestDoctor(t *testing.T) {
 		{name: "blob redirect host not routed", failStep: "redirect",
 			setup: func(t *testing.T, w *world, c *Config) { c.Name = w.image(); w.set(blobsName, "") },
 			want:  []string{"blobs.test does not resolve", "fix: send blobs.test through the gateway too"}},
+		{name: "manifest refused by the gateway's allow-list", failStep: "manifest",
+			setup: func(t *testing.T, w *world, c *Config) {
+				c.Name = w.image()
+				w.manifestStatus(http.StatusForbidden, `{"errors":[{"code":"DENIED","message":"repository team/app is not allowed on route registry"}]}`)
+			},
+			want: []string{"FAIL manifest GET https://registry.test:", "403 Forbidden (DENIED: repository team/app is not allowed on route registry)",
+				"fix: reading team/app is refused: on the gateway, add it to the route's http.repositories"}},
+		{name: "manifest of an unknown image", failStep: "manifest",
+			setup: func(t *testing.T, w *world, c *Config) {
+				c.Name = w.image()
+				w.manifestStatus(http.StatusNotFound, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`)
+			},
+			want: []string{"404 Not Found (MANIFEST_UNKNOWN: manifest unknown)", "fix: the registry has no team/app:1: check the repository and the tag"}},
 		{name: "gateway down", failStep: "tcp",
 			setup: func(t *testing.T, w *world, c *Config) { c.Name = regName + ":" + portOf(testnet.ClosedAddr(t)) },
 			want:  []string{"connection refused", "fix: nothing listens on 127.0.0.1 port"}},
@@ -133,4 +146,21 @@ func TestResolverDisagreement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manifestStatus makes the registry answer every manifest with status
+// and body (an OCI error), as a registry or the gateway's policy does.
+func (w *world) manifestStatus(status int, body string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	next := w.handler
+	w.handler = http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if strings.Contains(req.URL.Path, "/manifests/") && req.Header.Get("Authorization") != "" {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(status)
+			rw.Write([]byte(body))
+			return
+		}
+		next.ServeHTTP(rw, req)
+	})
 }

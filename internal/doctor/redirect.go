@@ -30,10 +30,11 @@ type manifest struct {
 	} `json:"layers"`
 }
 
-// redirect is step "redirect": given NAME/REPOSITORY:TAG, it fetches the
-// manifest (anonymously, with a token from the realm when there is one)
-// and one blob, and checks the host a blob redirect points to as realm
-// checks the token host.
+// redirect is steps "manifest" and "redirect": given NAME/REPOSITORY:TAG,
+// it fetches the manifest (anonymously, with a token from the realm when
+// there is one; a refusal is the manifest step's, manifestFailure) and one
+// blob, and checks the host a blob redirect points to as realm checks the
+// token host.
 func (r *run) redirect(ctx context.Context) bool {
 	if r.t.repo == "" {
 		r.report(Result{Status: Warn, Step: "redirect", Found: "not checked: NAME names no image",
@@ -48,8 +49,9 @@ func (r *run) redirect(ctx context.Context) bool {
 	blob, res := r.blobDigest(ctx, hdr)
 	if res != nil {
 		r.report(*res)
-		return false
+		return res.Status != Fail
 	}
+	r.report(Result{Status: OK, Step: "manifest", Found: r.t.repo + ":" + r.t.ref + " read; its blob " + shortDigest(blob)})
 	res = r.followBlob(ctx, blob, hdr)
 	r.report(*res)
 	return res.Status != Fail
@@ -111,7 +113,7 @@ func (r *run) blobDigest(ctx context.Context, hdr http.Header) (string, *Result)
 		}
 		break
 	}
-	return "", &Result{Status: Fail, Step: "redirect", Found: "the manifest of " + r.t.repo + ":" + r.t.ref + " names no blob",
+	return "", &Result{Status: Fail, Step: "manifest", Found: "the manifest of " + r.t.repo + ":" + r.t.ref + " names no blob",
 		Advice: "check the image"}
 }
 
@@ -121,12 +123,11 @@ func (r *run) manifest(ctx context.Context, ref string, hdr http.Header) (manife
 	u := fmt.Sprintf("https://%s/v2/%s/manifests/%s", r.t.registry(), r.t.repo, ref)
 	resp, body, err := r.get(ctx, u, h)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return manifest{}, &Result{Status: Fail, Step: "redirect", Found: "GET " + u + ": " + statusText(resp, err),
-			Advice: "check the image name; a 403 is the route's http.repositories allow-list"}
+		return manifest{}, r.manifestFailure(u, resp, body, err)
 	}
 	var m manifest
 	if err := json.Unmarshal(body, &m); err != nil {
-		return manifest{}, &Result{Status: Fail, Step: "redirect", Found: "manifest of " + ref + ": " + err.Error(), Advice: "check the image"}
+		return manifest{}, &Result{Status: Fail, Step: "manifest", Found: "manifest of " + ref + ": " + err.Error(), Advice: "check the image"}
 	}
 	return m, nil
 }

@@ -33,6 +33,10 @@ func buildError(cfg *config.Config, i int, err error) *config.Error {
 	if errors.As(err, &ce) {
 		return cfg.ErrorAt(route+".http.cache.dir", "%v", ce.err)
 	}
+	var ae *auditLogError
+	if errors.As(err, &ae) {
+		return cfg.ErrorAt(route+".http.audit_log", "%v", ae.err)
+	}
 	var fe *certs.FileError
 	if !errors.As(err, &fe) {
 		return cfg.ErrorAt(route, "%v", err)

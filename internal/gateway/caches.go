@@ -154,6 +154,9 @@ func checkCacheDir(dir string) error {
 		case syscall.Access(d, 0x2|0x1) != nil: // W_OK|X_OK
 			return fmt.Errorf("cache directory %s: %s is not writable by this user: give snigate write access (systemd ReadWritePaths=) or another directory", dir, d)
 		}
+		if err := writableFS(d); err != nil {
+			return fmt.Errorf("cache directory %s: %w", dir, err)
+		}
 		return nil
 	}
 }

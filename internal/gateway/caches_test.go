@@ -88,6 +88,8 @@ func TestCheckRefusesUnusableCacheDir(t *testing.T) {
 		{name: "a file", cacheDir: file, want: "routes[0].http.cache.dir: cache directory " + file + ": " + file + " is not a directory"},
 		{name: "below a file", cacheDir: filepath.Join(file, "cache"), want: "not a directory"},
 		{name: "to be created", cacheDir: filepath.Join(dir, "new", "cache")},
+		// Root passes access(2) there; run then bypassed the cache.
+		{name: "under /proc", cacheDir: "/proc/snigate-cache", want: "routes[0].http.cache.dir: cache directory /proc/snigate-cache: /proc is "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

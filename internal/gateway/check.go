@@ -23,36 +23,121 @@ import (
 var ErrProbeFailed = errors.New("some upstreams failed the probe")
 
 // Check validates the configuration file (what `snigate check` does) and
-// writes a summary to w: it parses the file, then builds everything `run`
-// builds from it (checkBuild), so that a file check accepts is a file run
-// starts with. With probe it also dials every upstream of every route and
-// writes a table of the results, then, with dns.answer_check, checks every
-// answer address once (probeAnswers: warnings, never a failed probe). A
-// configuration error, including a file the builders refuse, is a
-// config.ErrorList.
+// writes a summary, then its warnings, to w: it parses the file, then
+// builds everything `run` builds from it (checkBuild), so that a file
+// check accepts is a file run starts with. With probe it also dials every
+// upstream (Probe). A configuration error, including a file the builders
+// refuse, is a config.ErrorList. `snigate check` itself calls Validate and
+// Probe, to print warnings apart and as JSON.
 func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
-	cfg, err := config.Load(path)
+	cfg, rep, err := Validate(path, nil)
 	if err != nil {
 		return err
 	}
-	if err := checkBuild(cfg); err != nil {
-		return err
-	}
-	n := 0
-	for _, r := range cfg.Routes {
-		n += len(r.Upstreams)
-	}
-	fmt.Fprintf(w, "%s: configuration OK (%d routes, %d upstreams)\n", path, len(cfg.Routes), n)
-	for _, warn := range KeyFileWarnings(cfg) {
-		fmt.Fprintf(w, "warning: %s\n", warn)
-	}
-	if warn := FDLimitWarning(cfg); warn != "" {
-		fmt.Fprintf(w, "warning: %s\n", warn)
+	fmt.Fprintln(w, rep.Summary())
+	for _, warn := range rep.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn.Text)
 	}
 	if !probe {
 		return nil
 	}
-	err = probeAll(ctx, cfg, w)
+	return Probe(ctx, cfg, w)
+}
+
+// CheckReport is what check found in a configuration file, as `snigate
+// check -o json` prints it.
+type CheckReport struct {
+	File      string         `json:"file"`
+	OK        bool           `json:"ok"`        // valid: run would start with it
+	Routes    int            `json:"routes"`    // when OK
+	Upstreams int            `json:"upstreams"` // when OK
+	Errors    []CheckMessage `json:"errors"`    // why not OK
+	Warnings  []CheckMessage `json:"warnings"`  // choices run accepts and warns about
+}
+
+// CheckMessage is one error or warning: where, and what to change.
+type CheckMessage struct {
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"` // 0: the file as a whole
+	Key     string `json:"key,omitempty"`  // "": the file as a whole
+	Message string `json:"message"`
+	Text    string `json:"text"` // "file:line: key: message", as printed
+}
+
+func checkMessage(e *config.Error) CheckMessage {
+	return CheckMessage{File: e.File, Line: e.Line, Key: e.Key, Message: e.Msg, Text: e.Error()}
+}
+
+// Summary is the line check prints for a valid file.
+func (r *CheckReport) Summary() string {
+	return fmt.Sprintf("%s: configuration OK (%s, %s)", r.File, plural(r.Routes, "route"), plural(r.Upstreams, "upstream"))
+}
+
+// plural is "1 route", "2 routes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Validate loads the configuration file path (config.StdinName or "-":
+// read from stdin), builds what `run` builds from it (checkBuild) and
+// reports what it found: the configuration and a report with its
+// warnings when it is valid, the report and its config.ErrorList when it
+// is not.
+func Validate(path string, stdin io.Reader) (*config.Config, *CheckReport, error) {
+	var cfg *config.Config
+	var err error
+	if path == "-" {
+		path = config.StdinName
+		cfg, err = config.LoadReader(path, stdin)
+	} else {
+		cfg, err = config.Load(path)
+	}
+	if err == nil {
+		err = checkBuild(cfg)
+	}
+	rep := &CheckReport{File: path, Errors: []CheckMessage{}, Warnings: []CheckMessage{}}
+	var list config.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			rep.Errors = append(rep.Errors, checkMessage(e))
+		}
+	}
+	if err != nil {
+		return nil, rep, err
+	}
+	rep.OK = true
+	rep.Routes = len(cfg.Routes)
+	for _, r := range cfg.Routes {
+		rep.Upstreams += len(r.Upstreams)
+	}
+	for _, w := range Warnings(cfg) {
+		rep.Warnings = append(rep.Warnings, checkMessage(w))
+	}
+	return cfg, rep, nil
+}
+
+// Warnings are what `check` and `run` warn about in cfg: private keys
+// others can read, a descriptor limit too low for max_connections, and
+// ExposureWarnings.
+func Warnings(cfg *config.Config) []*config.Error {
+	var out []*config.Error
+	for _, w := range KeyFileWarnings(cfg) {
+		out = append(out, &config.Error{File: cfg.File, Msg: w})
+	}
+	if w := FDLimitWarning(cfg); w != "" {
+		out = append(out, cfg.ErrorAt("max_connections", "%s", w))
+	}
+	return append(out, ExposureWarnings(cfg)...)
+}
+
+// Probe dials every upstream of every route of cfg and writes a table of
+// the results to w, then, with dns.answer_check, checks every answer
+// address once (probeAnswers: warnings, never a failed probe).
+func Probe(ctx context.Context, cfg *config.Config, w io.Writer) error {
+	err := probeAll(ctx, cfg, w)
 	if aerr := probeAnswers(ctx, cfg, w); aerr != nil {
 		return aerr
 	}

@@ -72,7 +72,7 @@ routes:
 		t.Errorf("row for the registry = %q, want TCP TLS MTLS ok and HTTP 401", row)
 	}
 	for _, want := range []string{
-		"configuration OK (1 routes, 2 upstreams)",
+		"configuration OK (1 route, 2 upstreams)",
 		"ROUTE     UPSTREAM",
 		"registry  " + reg.Listener.Addr().String(),
 		"token auth realm host auth.other.test is NOT routed",

@@ -23,6 +23,9 @@ func clientAuth(rc *config.Route, log *slog.Logger, m *certs.Metrics) (*sni.Clie
 	bundle, err := certs.NewCABundle(certs.CABundleConfig{
 		File: s.ClientCA, Route: rc.Name, Role: certs.RoleClientCA, Logger: log, Metrics: m,
 		OnReloadFunc: func(cas []*x509.Certificate, err error) {
+			if err == nil {
+				warnClientIssuers(log, rc, cas)
+			}
 			if err == nil && crl != nil {
 				crl.Recheck()
 			}
@@ -41,4 +44,15 @@ func clientAuth(rc *config.Route, log *slog.Logger, m *certs.Metrics) (*sni.Clie
 		workers = append(workers, crl)
 	}
 	return a, workers, nil
+}
+
+// warnClientIssuers says, when the serve.client_ca file changed to a
+// bundle that can issue no client certificate, that every node will now
+// be refused and why: the refusals themselves (reason wrong_usage) name
+// the node's certificate, which is not at fault.
+func warnClientIssuers(log *slog.Logger, rc *config.Route, cas []*x509.Certificate) {
+	if why := config.ClientIssuersFault(cas); why != "" {
+		log.Warn("serve.client_ca can issue no client certificate: every node is refused until the bundle is fixed",
+			"route", rc.Name, "file", rc.Serve.ClientCA, "why", why)
+	}
 }

@@ -63,6 +63,7 @@ type Gateway struct {
 	loadedSum atomic.Pointer[[sha256.Size]byte] // of the file last read
 	loadedID  atomic.Pointer[filewatch.ID]      // the file's identity just before that read
 	ready     atomic.Bool                       // listeners up, not draining
+	wasReady  atomic.Bool                       // ready has been true: not ready now means draining
 	switchOff atomic.Bool                       // the readiness switch (POST /api/ready) is off
 	dryRun    bool                              // check: build everything, open no file for writing
 	caches    *caches                           // the http routes' cache stores, kept across reloads
@@ -136,17 +137,18 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 	// Built without listen.dns too: a reload may add it.
 	g.dns = dnsresponder.NewServer(gen.dns, g.log)
 	g.admin = admin.New(admin.Config{
-		Upstreams: g,
-		Answers:   g,
-		Runtime:   g,
-		Caches:    g,
-		ReadyFunc: g.Ready,
-		PprofFunc: func() bool { return g.gen.Load().cfg.Debug.Pprof },
-		Version:   buildVersion(),
-		Gatherer:  g.registry,
-		Logger:    g.log,
-		HostsFunc: func() []string { return adminHosts(g.gen.Load().cfg.Listen.Admin) },
-		Metrics:   g.metrics.admin,
+		Upstreams:    g,
+		Answers:      g,
+		Runtime:      g,
+		Caches:       g,
+		ReadyFunc:    g.Ready,
+		NotReadyFunc: g.notReadyReason,
+		PprofFunc:    func() bool { return g.gen.Load().cfg.Debug.Pprof },
+		Version:      buildVersion(),
+		Gatherer:     g.registry,
+		Logger:       g.log,
+		HostsFunc:    func() []string { return adminHosts(g.gen.Load().cfg.Listen.Admin) },
+		Metrics:      g.metrics.admin,
 	})
 	return nil
 }

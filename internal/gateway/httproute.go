@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/httpcache"
@@ -10,6 +14,53 @@ import (
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/upstream"
 )
+
+// auditLogError is an http.audit_log the builders refuse; buildError
+// reports it at routes[i].http.audit_log.
+type auditLogError struct{ err error }
+
+func (e *auditLogError) Error() string { return e.err.Error() }
+func (e *auditLogError) Unwrap() error { return e.err }
+
+// checkAuditLog says why `run` could not open the audit log file path for
+// appending ("-", standard output, always can), without creating it:
+// a directory, a file or directory not writable by this user.
+func checkAuditLog(path string) error {
+	if path == "-" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("%s is a directory: name a file in it, such as %s", path, filepath.Join(path, "audit.log"))
+	case err == nil && !fi.Mode().IsRegular():
+		return nil // a FIFO or /dev/stdout: opened as it is
+	case err == nil:
+		if syscall.Access(path, 0x2) != nil { // W_OK
+			return fmt.Errorf("%s is not writable by this user: give snigate write access to it, or name another file", path)
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	if syscall.Access(dir, 0x2|0x1) != nil { // W_OK|X_OK
+		return fmt.Errorf("cannot create %s: the directory %s is not writable by this user: give snigate write access (systemd ReadWritePaths=, LogsDirectory=) or name a file elsewhere", path, dir)
+	}
+	if err := writableFS(dir); err != nil {
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	}
+	return nil
+}
+
+// auditOpenError says what stopped `run` opening the audit log, by the
+// same checks as `check`, else as the system said it.
+func auditOpenError(path string, err error) error {
+	if why := checkAuditLog(path); why != nil {
+		return why
+	}
+	return fmt.Errorf("open audit log %s: %w", path, err)
+}
 
 // httpHandler builds the handler of a bridge route with an http: section
 // (the HTTP-aware bridge): the node's HTTP is served by the gateway and
@@ -21,10 +72,16 @@ import (
 func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Route, ct *certs.ClientTLS, pool *upstream.Pool) (*httpbridge.Bridge, error) {
 	h := rc.HTTP
 	var audit *httpbridge.AuditLog
-	if h.AuditLog != "" && !g.dryRun {
+	switch {
+	case h.AuditLog == "":
+	case g.dryRun:
+		if err := checkAuditLog(h.AuditLog); err != nil {
+			return nil, &auditLogError{err: err}
+		}
+	default:
 		var err error
 		if audit, err = httpbridge.OpenAudit(h.AuditLog, g.log, g.metrics.http); err != nil {
-			return nil, err
+			return nil, &auditLogError{err: auditOpenError(h.AuditLog, err)}
 		}
 		gen.audits = append(gen.audits, audit)
 	}

@@ -94,8 +94,7 @@ func (g *Gateway) listenAdmin(addr string) (net.Listener, error) {
 	}
 	g.logInherited(inherited, "listen.admin", ln.Addr())
 	if !admin.IsLoopbackAddr(addr) {
-		g.log.Warn("the admin API is unauthenticated and listens on a non-loopback address; restrict who can reach it (firewall, NetworkPolicy) or use 127.0.0.1 or unix:/run/snigate/admin.sock",
-			"listener", addr)
+		g.log.Warn(adminWarningText, "listener", addr)
 	}
 	return ln, nil
 }

@@ -3,7 +3,11 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,6 +53,56 @@ func TestLogEncoding(t *testing.T) {
 				if strings.Contains(buf.String(), a) {
 					t.Errorf("%q has %q", buf.String(), a)
 				}
+			}
+		})
+	}
+}
+
+// TestTextLogToJournalHasNoTime is issue 27 item 8: under systemd,
+// --log-format text lines carried time= beside journald's own stamp.
+// Written to the stream JOURNAL_STREAM names, they have none; to any
+// other file, and in JSON, they keep it.
+func TestTextLogToJournalHasNoTime(t *testing.T) {
+	journal, err := os.Create(filepath.Join(t.TempDir(), "journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer journal.Close()
+	other, err := os.Create(filepath.Join(t.TempDir(), "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	fi, err := journal.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", uint64(st.Dev), uint64(st.Ino)))
+	tests := []struct {
+		name     string
+		f        *os.File
+		format   string
+		wantTime bool
+	}{
+		{name: "text to the journal", f: journal, format: "text", wantTime: false},
+		{name: "json to the journal", f: journal, format: "json", wantTime: true},
+		{name: "text elsewhere", f: other, format: "text", wantTime: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			must(t, tt.f.Truncate(0))
+			_, err := tt.f.Seek(0, 0)
+			must(t, err)
+			l, err := NewLogger(tt.f, tt.format, "info")
+			must(t, err)
+			l.Info("listening", "listener", "127.0.0.1:443", "duration", time.Second)
+			data, err := os.ReadFile(tt.f.Name())
+			must(t, err)
+			line := string(data)
+			hasTime := strings.Contains(line, "time=") || strings.Contains(line, `"time":`)
+			if hasTime != tt.wantTime || !strings.Contains(line, "listening") || !strings.Contains(line, "duration") {
+				t.Errorf("line %q: time present %v, want %v", line, hasTime, tt.wantTime)
 			}
 		})
 	}

@@ -43,7 +43,7 @@ func TestNotifiesSystemd(t *testing.T) {
 	a := startEcho(t, w.leaf("a.test"), nil)
 	w.writeConfig(listenConfig("127.0.0.1:0", "", spliceRoute("a", "a.test", a.addr())))
 	w.start()
-	if m := nextNotify(t, c); !strings.HasPrefix(m, "READY=1\nSTATUS=serving 1 routes") {
+	if m := nextNotify(t, c); !strings.HasPrefix(m, "READY=1\nSTATUS=serving 1 route") || strings.HasPrefix(m, "READY=1\nSTATUS=serving 1 routes") {
 		t.Fatalf("at start: %q, want READY=1 and a STATUS", m)
 	}
 	if err := w.g.Reload(t.Context(), "test"); err != nil {

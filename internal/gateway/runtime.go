@@ -30,6 +30,25 @@ func (g *Gateway) configInForce(at time.Time) {
 // drain, and by the switch while it is off).
 func (g *Gateway) Ready() bool { return g.ready.Load() && !g.switchOff.Load() }
 
+// notReadyReason says what the gateway does while it is not ready, for
+// /readyz (notReadyText).
+func (g *Gateway) notReadyReason() string {
+	return notReadyText(g.wasReady.Load(), g.inherit.HasParent())
+}
+
+// notReadyText: a gateway drains once it has been ready; before, it
+// starts, and a process started by an upgrade (SIGUSR2) says so, since
+// the previous process is the one serving meanwhile.
+func notReadyText(wasReady, tookOver bool) string {
+	switch {
+	case wasReady:
+		return "draining"
+	case tookOver:
+		return "starting: taking over the listening sockets from the previous process (SIGUSR2 upgrade), which serves until this one is ready"
+	}
+	return "starting"
+}
+
 // SetReadySwitch turns the readiness switch on or off (the admin API): off,
 // the gateway reports not ready while it keeps serving every connection,
 // so that DNS answer checks and load balancers move new clients away

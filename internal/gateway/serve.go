@@ -140,6 +140,9 @@ func (g *Gateway) startServers(srv *servers, ls *listeners) {
 }
 
 func (g *Gateway) setReady(ready bool) {
+	if ready {
+		g.wasReady.Store(true)
+	}
 	g.ready.Store(ready)
 	g.readyChanged()
 }
@@ -157,6 +160,11 @@ func (g *Gateway) logStart(ls *listeners) {
 	}
 	if w := FDLimitWarning(gen.cfg); w != "" {
 		g.log.Warn("file descriptor limit too low", "detail", w)
+	}
+	for _, w := range ExposureWarnings(gen.cfg) {
+		if w.Key != "listen.admin" { // logged as the admin listener opens
+			g.log.Warn("configuration warning", "key", w.Key, "detail", w.Error())
+		}
 	}
 }
 

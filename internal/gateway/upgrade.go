@@ -163,7 +163,7 @@ func (g *Gateway) announceReady() {
 
 // status is the STATUS= line systemctl status shows.
 func (g *Gateway) status() string {
-	return fmt.Sprintf("serving %d routes", len(g.gen.Load().cfg.Routes))
+	return "serving " + plural(len(g.gen.Load().cfg.Routes), "route")
 }
 
 // sdNotify sends sd_notify(3) messages when systemd asked for them.
