@@ -419,6 +419,10 @@ func (s *Server) finish(ss *session) {
 	}
 	s.handshakeDone(ss)
 	result, err := ss.outcome()
+	level := slog.LevelInfo
+	if result = ss.answerCheckResult(result); result == resultAnswerCheck {
+		level, err = slog.LevelDebug, nil // the check left after the ServerHello, as it does
+	}
 	d := time.Since(ss.start)
 	mode := ""
 	if ss.route != nil {
@@ -434,7 +438,7 @@ func (s *Server) finish(ss *session) {
 	s.untrack(ss)
 	ss.releaseHello()
 	access := cmp.Or(s.cfg.Load().AccessLog, s.log)
-	if !access.Enabled(context.Background(), slog.LevelInfo) {
+	if !access.Enabled(context.Background(), level) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 14)
@@ -464,7 +468,7 @@ func (s *Server) finish(ss *session) {
 			attrs = append(attrs, slog.Int("suppressed", suppressed))
 		}
 	}
-	access.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
+	access.LogAttrs(context.Background(), level, "connection", attrs...)
 }
 
 // refusal reports whether result refuses a connection before anything
