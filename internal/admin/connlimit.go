@@ -29,8 +29,13 @@ import (
 //     closed; any other path gets a 503 there. Past those, a 503 at once.
 //
 // A waiting connection is one in http.StateNew (accepted, request header
-// not complete) or http.StateIdle (keep-alive between requests).
+// not complete) or http.StateIdle (keep-alive between requests). (One
+// whose request header completes just as it is chosen loses that
+// request: http.Server reports StateActive only once the header is read.)
 const (
+	// DefaultMaxConns is how many admin connections are open at once.
+	// Scrapes and ctl calls need a handful.
+	DefaultMaxConns = 64
 	// DefaultMaxConnsPerClient is how many of the admin connections one
 	// client address may hold (unix socket clients are not told apart).
 	DefaultMaxConnsPerClient = 16
@@ -282,6 +287,15 @@ func (c *reservedConn) SetDeadline(t time.Time) error {
 		return err
 	}
 	return c.Conn.SetReadDeadline(c.clamp(t))
+}
+
+// CloseWrite lets http.Server half-close before closing, as it does for a
+// *net.TCPConn, so that the answer is not lost to a reset.
+func (c *reservedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (c *reservedConn) clamp(t time.Time) time.Time {
