@@ -1,6 +1,9 @@
 package sni
 
-import "slices"
+import (
+	"log/slog"
+	"slices"
+)
 
 // AnswerCheckALPN is the protocol name the DNS responder's answer check
 // (dns.answer_check) offers in its ClientHello, after h2 and http/1.1, so
@@ -24,4 +27,15 @@ func (ss *session) answerCheckResult(result string) string {
 		return resultAnswerCheck
 	}
 	return result
+}
+
+// loggedOutcome is how the session ended as counted and logged, with the
+// level of its connection line: Info, or Debug for an answer check,
+// without the error its leaving after the ServerHello caused.
+func (ss *session) loggedOutcome() (string, slog.Level, error) {
+	result, err := ss.outcome()
+	if result = ss.answerCheckResult(result); result == resultAnswerCheck {
+		return result, slog.LevelDebug, nil
+	}
+	return result, slog.LevelInfo, err
 }

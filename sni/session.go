@@ -418,11 +418,7 @@ func (s *Server) finish(ss *session) {
 		ss.conn.Close()
 	}
 	s.handshakeDone(ss)
-	result, err := ss.outcome()
-	level := slog.LevelInfo
-	if result = ss.answerCheckResult(result); result == resultAnswerCheck {
-		level, err = slog.LevelDebug, nil // the check left after the ServerHello, as it does
-	}
+	result, level, err := ss.loggedOutcome()
 	d := time.Since(ss.start)
 	mode := ""
 	if ss.route != nil {
