@@ -27,6 +27,18 @@ func CheckServerName(pattern string) string {
 	return pattern
 }
 
+// CheckALPN is the protocol name the check offers after h2 and http/1.1,
+// by which the gateways it reaches tell its connections from the nodes'
+// and log them apart (result answer_check, at Debug) rather than as
+// clients that failed their handshake. (sni.AnswerCheckALPN is the same
+// name; this package does not import sni, which the CoreDNS plugin does
+// not build.) The ALPN offer has h2 and http/1.1 first so that a server
+// that requires a protocol it knows still answers with a ServerHello.
+const CheckALPN = "snigate-answer-check"
+
+// checkProtos is the check's ALPN offer.
+var checkProtos = []string{"h2", "http/1.1", CheckALPN}
+
 // TLS record and handshake message types the check reads.
 const (
 	recordHandshake      = 22
@@ -60,6 +72,7 @@ func (c *AnswerCheck) handshake(ctx context.Context, addr netip.AddrPort) error 
 	hc := &helloConn{Conn: conn}
 	err = tls.Client(hc, &tls.Config{
 		ServerName:         c.cfg.ServerName,
+		NextProtos:         checkProtos,
 		InsecureSkipVerify: true, //nolint:gosec // the check asks for a ServerHello, not for trust
 		MinVersion:         tls.VersionTLS12,
 	}).HandshakeContext(ctx)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +85,12 @@ func TestAnswerCheckHandshake(t *testing.T) {
 		{name: "route requiring a client certificate, TLS 1.2", addr: func(t *testing.T) netip.AddrPort {
 			return probeServer(t, tlsServing(t, func(c *tls.Config) { requireClientCert(c); c.MaxVersion = tls.VersionTLS12 }))
 		}},
+		{name: "server that requires an ALPN protocol it knows (a bridge route)", addr: func(t *testing.T) netip.AddrPort {
+			return probeServer(t, tlsServing(t, func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} }))
+		}},
+		{name: "server that knows the check's protocol only", addr: func(t *testing.T) netip.AddrPort {
+			return probeServer(t, tlsServing(t, func(c *tls.Config) { c.NextProtos = []string{CheckALPN} }))
+		}},
 		{name: "name not routed: alert", wantErr: "tls handshake for registry.example.test: remote error", addr: func(t *testing.T) netip.AddrPort {
 			return probeServer(t, tlsServing(t, func(c *tls.Config) {
 				c.Certificates = nil
@@ -121,6 +128,31 @@ func TestAnswerCheckHandshake(t *testing.T) {
 				t.Errorf("check error %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestCheckOffersItsProtocol: the ClientHello offers CheckALPN (after h2
+// and http/1.1), by which the gateways checked log the check apart.
+func TestCheckOffersItsProtocol(t *testing.T) {
+	offered := make(chan []string, 1)
+	ap := probeServer(t, tlsServing(t, func(c *tls.Config) {
+		c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			offered <- hello.SupportedProtos
+			return nil, nil
+		}
+	}))
+	c, err := NewAnswerCheck(AnswerCheckConfig{Answer: []netip.Addr{ap.Addr()}, Port: int(ap.Port()),
+		ServerName: checkName, Interval: 10 * time.Second, Timeout: 5 * time.Second, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), c.cfg.Timeout)
+	defer cancel()
+	if err := c.handshake(ctx, ap); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if got := <-offered; !slices.Equal(got, []string{"h2", "http/1.1", CheckALPN}) {
+		t.Errorf("ALPN offered %q, want h2, http/1.1, %s", got, CheckALPN)
 	}
 }
 

@@ -132,7 +132,7 @@ func (m *Metrics) DeleteRoute(route string) {
 var (
 	// routedResults end a connection after a route was chosen.
 	routedResults = []string{resultOK, resultNoUpstream, resultUpstreamError, resultIdle, resultClientError, resultShutdown,
-		resultTLSVersion, resultNoCipher, resultNameRefused, resultMintLimit, resultDialLimit, resultClientCert}
+		resultTLSVersion, resultNoCipher, resultNameRefused, resultMintLimit, resultDialLimit, resultClientCert, resultAnswerCheck}
 	// unroutedResults end one before (route ""), on every listener.
 	unroutedResults = []string{resultNotTLS, resultPlainHTTP, resultTimeout, resultTooLarge, resultBadHello,
 		resultUnknownSNI, resultBadSNI, resultDenied, resultLimit, resultClientLimit, resultHandshakeLimit, resultProxyHeader, resultClientError, resultShutdown}

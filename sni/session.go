@@ -425,7 +425,7 @@ func (s *Server) finish(ss *session) {
 		ss.conn.Close()
 	}
 	s.handshakeDone(ss)
-	result, err := ss.outcome()
+	result, level, err := ss.loggedOutcome()
 	d := time.Since(ss.start)
 	mode := ""
 	if ss.route != nil {
@@ -441,7 +441,7 @@ func (s *Server) finish(ss *session) {
 	s.untrack(ss)
 	ss.releaseHello()
 	access := cmp.Or(s.cfg.Load().AccessLog, s.log)
-	if !access.Enabled(context.Background(), slog.LevelInfo) {
+	if !access.Enabled(context.Background(), level) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 14)
@@ -472,7 +472,7 @@ func (s *Server) finish(ss *session) {
 			attrs = append(attrs, slog.Int("suppressed", suppressed))
 		}
 	}
-	access.LogAttrs(context.Background(), slog.LevelInfo, "connection", attrs...)
+	access.LogAttrs(context.Background(), level, "connection", attrs...)
 }
 
 // refusal reports whether result refuses a connection before anything

@@ -9,10 +9,6 @@ import (
 	"strings"
 )
 
-// DefaultMaxConns is how many admin connections are served at once; more
-// wait in the listen queue. Scrapes and ctl calls need a handful.
-const DefaultMaxConns = 64
-
 // guard refuses what a web browser can be made to send to the admin API,
 // which has no authentication: a page on another site can POST to it (a
 // form or fetch with a "simple" content type needs no preflight), and DNS

@@ -14,6 +14,7 @@ import (
 type Metrics struct {
 	requests     *prometheus.CounterVec // handler, code
 	stateChanges *prometheus.CounterVec // route, state
+	connShedVec  *prometheus.CounterVec // reason
 }
 
 // NewMetrics registers the admin metrics with reg (nil: not registered, but
@@ -21,6 +22,7 @@ type Metrics struct {
 //
 //	snigate_admin_requests_total{handler,code}
 //	snigate_admin_state_changes_total{route,state}
+//	snigate_admin_connections_shed_total{reason}
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -31,9 +33,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snigate_admin_state_changes_total",
 			Help: "Upstream states set through the runtime API, by route and new state.",
 		}, []string{"route", "state"}),
+		connShedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snigate_admin_connections_shed_total",
+			Help: "Admin connections shed at the connection limit, by reason: waiting_closed (a connection waiting without a request closed to make room), client_refused (its address at its share), limit_refused (cap and reserve full), reserved (admitted past the cap for /healthz and /readyz only).",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{shedWaiting, shedClient, shedLimit, shedReserve} {
+		m.connShedVec.WithLabelValues(r).Add(0)
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.stateChanges)
+		reg.MustRegister(m.requests, m.stateChanges, m.connShedVec)
 	}
 	return m
 }
@@ -71,4 +80,11 @@ func (m *Metrics) DeleteRoute(route string) {
 		return
 	}
 	m.stateChanges.DeletePartialMatch(prometheus.Labels{"route": route})
+}
+
+func (m *Metrics) connShed(reason string) {
+	if m == nil {
+		return
+	}
+	m.connShedVec.WithLabelValues(reason).Inc()
 }

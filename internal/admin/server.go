@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 )
 
 // Timeouts of the admin HTTP server. Scrapes and API calls are small; these
@@ -54,8 +54,12 @@ type Config struct {
 	// the host name of listen.admin as the configuration in force says
 	// (a reload may change it). nil: Hosts.
 	HostsFunc func() []string
-	// MaxConns caps the connections served at once; 0: DefaultMaxConns.
+	// MaxConns caps the connections open at once, waiting or in a
+	// request (see connLimiter); 0: DefaultMaxConns.
 	MaxConns int
+	// MaxConnsPerClient caps the connections one client address holds;
+	// 0: DefaultMaxConnsPerClient. Unix socket clients share MaxConns.
+	MaxConnsPerClient int
 	// Runtime backs /api/routes, /api/config, /api/reload and POST
 	// /api/ready. nil: they answer 503.
 	Runtime runtimeAPI
@@ -74,6 +78,8 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	http   *http.Server
+	lim    *connLimiter
+	warned sync.Map    // shedding reason -> time of its last Warn (limitWarnEvery)
 	everUp atomic.Bool // ReadyFunc has returned true once: not-ready now means draining
 
 	switchOff atomic.Bool // POST /api/ready {"ready":false} was the last call
@@ -85,8 +91,12 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.lim = newConnLimiter(cmp.Or(cfg.MaxConns, DefaultMaxConns), cmp.Or(cfg.MaxConnsPerClient, DefaultMaxConnsPerClient),
+		cfg.Metrics, s.warnLimited)
 	s.http = &http.Server{
-		Handler:           guard(s.routes(), s.hosts),
+		Handler:           reservedOnly(guard(s.routes(), s.hosts)),
+		ConnState:         s.lim.connState,
+		ConnContext:       connContext,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout:       DefaultReadTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
@@ -95,6 +105,17 @@ func New(cfg Config) *Server {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	return s
+}
+
+// warnLimited logs a Warn for reason at most once per limitWarnEvery;
+// the metrics count every one.
+func (s *Server) warnLimited(reason, msg string, args ...any) {
+	now := time.Now()
+	if last, ok := s.warned.Load(reason); ok && now.Sub(last.(time.Time)) < limitWarnEvery {
+		return
+	}
+	s.warned.Store(reason, now)
+	s.log.Warn(msg, args...)
 }
 
 // hosts are the host names the guard accepts besides IP literals and
@@ -113,7 +134,7 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 // Serve answers requests on ln until Shutdown or Close; it closes ln. It
 // returns nil after Shutdown or Close, and otherwise the accept error.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.http.Serve(netutil.LimitListener(ln, cmp.Or(s.cfg.MaxConns, DefaultMaxConns)))
+	err := s.http.Serve(&limitListener{Listener: ln, lim: s.lim})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

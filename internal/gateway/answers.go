@@ -45,35 +45,58 @@ func (g *Gateway) Answers() []dnsresponder.AnswerStatus {
 // leaveOutOwnAnswers, when the gateway starts to drain, takes its own
 // addresses out of its DNS answers at once: nodes stop being sent to a
 // gateway that no longer accepts, while it keeps answering DNS until it
-// exits. Its own addresses are those assigned to this host's interfaces
-// (the gateway's network namespace) and the IP hosts of listen.tls.
+// exits. Its own addresses are those of its TLS listeners (see ownAddrs).
 func (g *Gateway) leaveOutOwnAnswers() {
-	c := g.gen.Load().answers
-	if c == nil {
-		return
+	if c := g.gen.Load().answers; c != nil {
+		c.LeaveOut(g.ownAddrs())
 	}
-	c.LeaveOut(ownAddrs(g.gen.Load().cfg, interfaceAddrs()))
 }
 
 // takeBackOwnAnswers answers the gateway's own addresses again (as the
 // checks find them) once the readiness switch is on again.
 func (g *Gateway) takeBackOwnAnswers() {
 	if c := g.gen.Load().answers; c != nil {
-		c.TakeBack(ownAddrs(g.gen.Load().cfg, interfaceAddrs()))
+		c.TakeBack(g.ownAddrs())
 	}
 }
 
-// ownAddrs are the gateway's own addresses: local (the host's interface
-// addresses) and the IP hosts of listen.tls.
-func ownAddrs(cfg *config.Config, local []netip.Addr) []netip.Addr {
-	own := append([]netip.Addr(nil), local...)
-	for _, l := range cfg.Listen.TLS {
-		host, _, err := net.SplitHostPort(l)
-		if err != nil {
+// ownAddrs are the gateway's own addresses, from its TLS listeners as
+// bound now (none before Run).
+func (g *Gateway) ownAddrs() []netip.Addr {
+	var bound []net.Addr
+	if p := g.tlsBound.Load(); p != nil {
+		bound = *p
+	}
+	return ownAddrs(bound, interfaceAddrs)
+}
+
+// ownAddrs are the addresses the TLS listeners bound are reached on: the
+// address of each listener bound to a specific one, and local (the
+// host's interface addresses) only when a listener is bound to the
+// wildcard address. Two gateways on one host, each bound to its own
+// address, each own only theirs: a drain leaves out its own and answers
+// the other's.
+func ownAddrs(bound []net.Addr, local func() []netip.Addr) []netip.Addr {
+	var own []netip.Addr
+	wildcard := false
+	for _, a := range bound {
+		ta, ok := a.(*net.TCPAddr)
+		if !ok {
 			continue
 		}
-		if a, err := netip.ParseAddr(host); err == nil && !a.IsUnspecified() {
-			own = append(own, a.Unmap())
+		ip, ok := netip.AddrFromSlice(ta.IP)
+		switch {
+		case !ok || ip.IsUnspecified():
+			wildcard = true
+		case !slices.Contains(own, ip.Unmap()):
+			own = append(own, ip.Unmap())
+		}
+	}
+	if wildcard {
+		for _, ip := range local() {
+			if !slices.Contains(own, ip) {
+				own = append(own, ip)
+			}
 		}
 	}
 	return own
@@ -103,12 +126,12 @@ func (g *Gateway) logAnswerCheck() {
 	if gen.answers == nil {
 		return
 	}
-	own := ownAnswers(gen.cfg.DNS.Answer, ownAddrs(gen.cfg, interfaceAddrs()))
+	own := ownAnswers(gen.cfg.DNS.Answer, g.ownAddrs())
 	ac := gen.cfg.DNS.AnswerCheck
 	g.log.Info("dns: answer check", "answer", gen.cfg.DNS.Answer, "port", ac.Port,
 		"interval", ac.Interval.String(), "fall", ac.Fall, "rise", ac.Rise, "own", own)
 	if len(own) == 0 {
-		g.log.Warn("dns: none of dns.answer is this gateway's own address (its interface addresses and the IP hosts of listen.tls): a drain cannot leave it out of its own answers; only the other gateways' checks will, after fall failed checks",
+		g.log.Warn("dns: none of dns.answer is this gateway's own address (the addresses its TLS listeners are bound to; the interface addresses for a wildcard listener): a drain cannot leave it out of its own answers; only the other gateways' checks will, after fall failed checks",
 			"answer", gen.cfg.DNS.Answer)
 	}
 }

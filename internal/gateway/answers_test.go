@@ -14,7 +14,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/snigate/snigate/dnsresponder"
-	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/testnet"
 )
 
@@ -95,14 +94,38 @@ func TestAnswersWithoutCheck(t *testing.T) {
 	}
 }
 
-// TestOwnAddrs: the interface addresses and the IP hosts of listen.tls.
-func TestOwnAddrs(t *testing.T) {
-	cfg := &config.Config{Listen: config.Listen{TLS: []string{":443", "10.0.0.5:443", "[::ffff:10.0.0.6]:8443", "gw.example:443"}}}
-	local := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-	got := ownAddrs(cfg, local)
-	want := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")}
-	if !slices.Equal(got, want) {
-		t.Errorf("ownAddrs = %v, want %v", got, want)
+// TestOwnAddrsAreTheListenersAddresses is the regression test of two
+// gateways on one host: a gateway owned every address of the host's
+// interfaces, so the one that drained left out the other's address too
+// (and with none left, the fallback answered both, itself included). A
+// listener bound to a specific address owns that address only; the
+// interface addresses are owned through a wildcard listener.
+func TestOwnAddrsAreTheListenersAddresses(t *testing.T) {
+	p := netip.MustParseAddr
+	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
+	local := func() []netip.Addr {
+		return []netip.Addr{p("127.0.0.1"), p("127.0.0.2"), p("127.0.0.3"), p("10.0.0.5")}
+	}
+	tests := []struct {
+		name  string
+		bound []net.Addr
+		want  []netip.Addr
+	}{
+		{name: "one specific address", bound: []net.Addr{tcp("127.0.0.2:8443")}, want: []netip.Addr{p("127.0.0.2")}},
+		{name: "two specific addresses", bound: []net.Addr{tcp("127.0.0.2:443"), tcp("[::ffff:10.0.0.6]:8443")},
+			want: []netip.Addr{p("127.0.0.2"), p("10.0.0.6")}},
+		{name: "wildcard", bound: []net.Addr{tcp("0.0.0.0:443")}, want: local()},
+		{name: "IPv6 wildcard", bound: []net.Addr{tcp("[::]:443")}, want: local()},
+		{name: "specific and wildcard", bound: []net.Addr{tcp("10.0.0.5:443"), tcp("0.0.0.0:8443")},
+			want: []netip.Addr{p("10.0.0.5"), p("127.0.0.1"), p("127.0.0.2"), p("127.0.0.3")}},
+		{name: "no listener", bound: nil, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ownAddrs(tt.bound, local); !slices.Equal(got, tt.want) {
+				t.Errorf("ownAddrs(%v) = %v, want %v", tt.bound, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -79,10 +79,11 @@ type Gateway struct {
 	dns      *dnsresponder.Server
 	admin    *admin.Server
 
-	inherit  *handover.Inherited // sockets from systemd or an old process; set by Run
-	ls       *listeners          // the listeners served; under reloadMu, nil until Run
-	srv      *servers            // their serving goroutines; under reloadMu
-	stopping bool                // draining or upgrading: no reload; under reloadMu
+	inherit  *handover.Inherited        // sockets from systemd or an old process; set by Run
+	ls       *listeners                 // the listeners served; under reloadMu, nil until Run
+	tlsBound atomic.Pointer[[]net.Addr] // bound addresses of ls.tls, for the own answer addresses
+	srv      *servers                   // their serving goroutines; under reloadMu
+	stopping bool                       // draining or upgrading: no reload; under reloadMu
 
 	// Tests only: the signals Run reads instead of signal.Notify's, the
 	// clock stop requests are timed with, and the period of the drain's

@@ -137,6 +137,7 @@ func (g *Gateway) apply(ch *listenerChange) {
 	g.logListenerChange(ch)
 	ch.closing.close()
 	g.ls = ch.next
+	g.tlsBound.Store(new(ch.next.addrs().TLS))
 	g.labels = ch.next.labels()
 	g.metrics.initListeners(g.labels)
 }

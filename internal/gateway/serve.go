@@ -109,6 +109,7 @@ func (g *Gateway) running(ctx context.Context, ls *listeners, srv *servers) {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	g.ls, g.srv = ls, srv
+	g.tlsBound.Store(new(ls.addrs().TLS))
 	g.runCtx.Store(&ctx)
 }
 
