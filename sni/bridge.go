@@ -263,6 +263,7 @@ func (t *bridgeTarget) dialAfterHandshake() error {
 // candidate is tried.
 func (t *bridgeTarget) dialTLS(hello *tls.ClientHelloInfo) dialFunc {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
+		t.early = nil // a failed candidate's, never the client's
 		c, err := t.handshakeOffering(ctx, addr, hello, hello.SupportedProtos)
 		if err != nil {
 			return nil, err
@@ -277,6 +278,7 @@ func (t *bridgeTarget) dialTLS(hello *tls.ClientHelloInfo) dialFunc {
 			return c, nil
 		}
 		c.NetConn().Close()
+		t.early = nil
 		return t.keepPromise(ctx, addr, hello, got)
 	}
 }

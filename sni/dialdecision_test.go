@@ -235,3 +235,34 @@ func TestDialRate(t *testing.T) {
 		}
 	})
 }
+
+// A route that dials only after the node's handshake (client_ca) offers a
+// list it has never seen the predicted protocol; an upstream that prefers
+// another is dialed again offering the promised one alone, so node and
+// upstream agree, and the next node gets the upstream's own choice.
+func TestBridgePromiseKeptByARedial(t *testing.T) {
+	p := newNodePKI(t)
+	up := newCountingUpstream(t, p.upstreamConfig("h2", "http/1.1"))
+	w := newWorld(t, Config{}, "", p.route(t, up.addr))
+	node := p.node(kubelet(t, p.nodeCA, "good"), tls.VersionTLS13)
+	node.NextProtos = []string{"h2", "http/1.1"}
+	for _, want := range []string{"http/1.1", "h2"} {
+		st, err := nodePing(t, w, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := <-up.protos
+		if want == "http/1.1" {
+			// The first dial chose h2, the redial offered http/1.1 alone;
+			// the upstream reports the two in either order.
+			if other := <-up.protos; got == "h2" {
+				got = other
+			} else if other != "h2" {
+				t.Errorf("the first dial chose %q, want h2", other)
+			}
+		}
+		if st.NegotiatedProtocol != want || got != want {
+			t.Errorf("node got %q, upstream %q; want %q on both", st.NegotiatedProtocol, got, want)
+		}
+	}
+}
