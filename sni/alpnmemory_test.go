@@ -25,7 +25,7 @@ func TestALPNMemory(t *testing.T) {
 		{name: "no protocol chosen", learn: [][3]string{{"a", "h2", ""}}, recall: "h2", wantOK: true},
 		{name: "no list offered", learn: [][3]string{{"a", "", ""}}, recall: "", wantOK: true},
 		{name: "upstreams agree", learn: [][3]string{{"a", "h2,http/1.1", "h2"}, {"b", "h2,http/1.1", "h2"}}, recall: "h2,http/1.1", want: "h2", wantOK: true},
-		{name: "upstreams disagree: dial during the hello", learn: [][3]string{{"a", "h2,http/1.1", "h2"}, {"b", "h2,http/1.1", "http/1.1"}}, recall: "h2,http/1.1"},
+		{name: "upstreams disagree: predicted, checked on the dial", learn: [][3]string{{"a", "h2,http/1.1", "h2"}, {"b", "h2,http/1.1", "http/1.1"}}, recall: "h2,http/1.1"},
 		{name: "refreshed by a later dial", learn: [][3]string{{"a", "h2,http/1.1", "h2"}, {"a", "h2,http/1.1", "http/1.1"}}, recall: "h2,http/1.1", want: "http/1.1", wantOK: true},
 		{name: "lists differ only in framing", learn: [][3]string{{"a", "ab", "ab"}}, recall: "a,b"},
 	}
@@ -43,6 +43,64 @@ func TestALPNMemory(t *testing.T) {
 	}
 }
 
+// TestALPNPredict: for a list no answer is remembered for, the memory
+// guesses what the upstreams will choose (the dial checks it).
+func TestALPNPredict(t *testing.T) {
+	tests := []struct {
+		name    string
+		learn   [][3]string // addr, offered (comma-separated), chosen
+		predict string
+		want    string
+	}{
+		{name: "nothing learned, http/1.1 offered", predict: "h2,http/1.1", want: "http/1.1"},
+		{name: "nothing learned, no http/1.1", predict: "h2", want: "h2"},
+		{name: "nothing offered", learn: [][3]string{{"a", "h2,http/1.1", "h2"}}, predict: "", want: ""},
+		{name: "the upstream chose a name offered", learn: [][3]string{{"a", "h2,http/1.1", "h2"}}, predict: "x-made-up,h2,http/1.1", want: "h2"},
+		{name: "the list sharing most names wins", learn: [][3]string{{"a", "h2,http/1.1", "h2"}, {"a", "http/1.1,spdy/3", "http/1.1"}},
+			predict: "http/1.1,spdy/3,x", want: "http/1.1"},
+		{name: "no chosen name offered", learn: [][3]string{{"a", "h2", "h2"}}, predict: "x,http/1.1", want: "http/1.1"},
+		{name: "an upstream without ALPN", learn: [][3]string{{"a", "h2,http/1.1", ""}}, predict: "http/1.1", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m alpnMemory
+			for _, l := range tt.learn {
+				m.learn(l[0], list(l[1]), l[2])
+			}
+			if got := m.predict(list(tt.predict)); got != tt.want {
+				t.Errorf("predict(%q) = %q, want %q", tt.predict, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestALPNColdDials: the dials made during a handshake to learn happen
+// only while nothing is remembered, one at a time, alpnColdDials at most.
+func TestALPNColdDials(t *testing.T) {
+	var m alpnMemory
+	if !m.startLearning() {
+		t.Fatal("a cold memory refused its first learning dial")
+	}
+	if m.startLearning() {
+		t.Fatal("a second learning dial while one is in progress")
+	}
+	m.endLearning()
+	for range alpnColdDials - 1 {
+		if !m.startLearning() {
+			t.Fatal("a learning dial refused before alpnColdDials")
+		}
+		m.endLearning()
+	}
+	if m.startLearning() || m.cold() {
+		t.Fatalf("more than %d learning dials", alpnColdDials)
+	}
+	var warm alpnMemory
+	warm.learn("a", list("h2"), "h2")
+	if warm.startLearning() || warm.cold() {
+		t.Error("a learning dial once an answer is remembered")
+	}
+}
+
 func list(s string) []string {
 	if s == "" {
 		return nil
@@ -51,7 +109,7 @@ func list(s string) []string {
 }
 
 // The memory per upstream is bounded: a client cycling through made-up
-// ALPN lists forgets the least recently used answers, not the ones in use.
+// ALPN lists forgets the answers used least often, not the ones in use.
 func TestALPNMemoryBounded(t *testing.T) {
 	var m alpnMemory
 	m.learn("a", list("h2,http/1.1"), "h2")

@@ -21,12 +21,14 @@ const clientAuthProbe = 250 * time.Millisecond
 
 // bridgeTarget terminates the client's TLS and opens a TLS connection to
 // the upstream, so that the client gets the ALPN protocol the upstream
-// chose. When the route's ALPN memory knows what the upstreams choose for
-// the client's list, the client's handshake completes first, offering that
-// protocol, and the upstream is dialed only then: a ClientHello alone buys
-// no upstream handshake. Otherwise (the first client with that list) the
-// upstream is dialed during the client's handshake. It is created per
-// connection.
+// chose. The upstream is dialed once the client's handshake is complete
+// (on a route with ClientAuth: once its certificate was verified): the
+// client is offered the protocol the route's ALPN memory remembers for
+// its list, or else predicts, and the dial checks it. A ClientHello
+// alone buys no upstream handshake, whatever list it offers. Only while
+// a route has learned nothing yet, a few dials are made during a
+// client's handshake to learn (alpnMemory.startLearning). It is created
+// per connection.
 type bridgeTarget struct {
 	s       *Server
 	ss      *session
@@ -40,9 +42,19 @@ type bridgeTarget struct {
 	node        string // the identity ClientAuth accepted, the session's once the handshake is done
 
 	hello    *tls.ClientHelloInfo // the client's, for a dial after its handshake
-	deferred bool                 // the upstream is dialed after the client's handshake
-	promised string               // the protocol the client was given then
+	promised string               // the protocol the client was given before the dial
+	after    bool                 // the dial runs after the client's handshake
+	// learned is the answer of a dial made during the client's handshake,
+	// remembered once that handshake completes.
+	learned *learnedALPN
+
+	// wait is the wait for the first byte of the client's first request
+	// once its handshake is done (FirstRequestTimeout).
+	wait requestWait
 }
+
+// learnedALPN is one upstream's answer to the client's list.
+type learnedALPN struct{ addr, proto string }
 
 // errALPNMismatch marks an upstream that chose another protocol than the
 // one the ALPN memory promised the client: the dial fails (the next
@@ -71,13 +83,16 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 	if t.refuse(bc) {
 		return
 	}
+	defer t.wait.seen() // ends the wait, and so the pending state, once the connection ends
 	client, err := t.handshake(bc)
 	if h := t.ss.route.Handler; h != nil {
 		t.serveTerminated(h, pc, client, err)
 		return
 	}
-	if err == nil && t.deferred {
+	if err == nil && t.up == nil {
 		err = t.dialAfterHandshake()
+	} else if err == nil {
+		t.rememberLearned()
 	}
 	if t.up != nil {
 		defer t.release()
@@ -95,6 +110,7 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 		return
 	}
 	t.ss.inTunnel.Store(true)
+	t.wait.arm(t.s, t.ss) // after the dial: the upstream's time is not the client's
 	t.ss.end(t.copy(client))
 }
 
@@ -103,10 +119,31 @@ func (t *bridgeTarget) HandleConn(c net.Conn) {
 // minter's rate per client).
 func (c *bridgeConn) RemoteAddr() net.Addr { return c.t.ss.client }
 
-// handshake completes the client's TLS handshake, which dials the upstream
-// from GetConfigForClient, under the ClientHello plus connect timeouts.
+// SetDeadline, SetReadDeadline and SetWriteDeadline set the client
+// connection's deadlines, the TLS layer's and a BridgeHandler's alike,
+// unless the connection was cut (session.cut): then they keep it cut.
+func (c *bridgeConn) SetDeadline(t time.Time) error {
+	return c.t.ss.guardDeadline(c.Conn.SetDeadline, t)
+}
+
+func (c *bridgeConn) SetReadDeadline(t time.Time) error {
+	return c.t.ss.guardDeadline(c.Conn.SetReadDeadline, t)
+}
+
+func (c *bridgeConn) SetWriteDeadline(t time.Time) error {
+	return c.t.ss.guardDeadline(c.Conn.SetWriteDeadline, t)
+}
+
+// handshake completes the client's TLS handshake under the ClientHello
+// timeout, plus the connect timeout while the route's ALPN memory is
+// cold (GetConfigForClient may dial the upstream then). The connection
+// stays in the handshake budget meanwhile (Server.forward).
 func (t *bridgeTarget) handshake(bc *bridgeConn) (*tls.Conn, error) {
-	deadline := time.Now().Add(t.ss.cfg.ClientHelloTimeout + t.ss.cfg.ConnectTimeout)
+	d := t.ss.cfg.ClientHelloTimeout
+	if t.ss.route.Handler == nil && t.ss.route.alpn.cold() {
+		d += t.ss.cfg.ConnectTimeout
+	}
+	deadline := time.Now().Add(d)
 	bc.SetDeadline(deadline)
 	ctx, cancel := context.WithDeadline(t.s.ctx, deadline)
 	defer cancel()
@@ -152,28 +189,44 @@ func bridgeConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 }
 
 // configForClient returns the client leg's configuration offering only
-// the protocol the upstream chose: the one the route's ALPN memory
-// remembers for the client's list (the upstream is dialed after the
-// handshake), else the one the upstream chooses now, dialed with the
-// client's list. An error makes crypto/tls send an internal_error alert.
+// the protocol the upstream will choose: the one the route's ALPN memory
+// remembers for the client's list, or predicts (the upstream is dialed
+// after the handshake and checked); only while the route has learned
+// nothing, the one the upstream chooses now, dialed with the client's
+// list. An error makes crypto/tls send an internal_error alert.
 func (t *bridgeTarget) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	t.hello = hello
 	if t.ss.route.Handler != nil {
 		return t.handlerConfig(), nil
 	}
-	if proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos); ok && t.up == nil && t.ss.route.available() {
-		t.deferred, t.promised = true, proto
-		return t.serveConfig(proto), nil
+	if !t.ss.route.available() {
+		t.connErr = fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", t.ss.route.Name, ErrNoHealthyUpstream)
+		return nil, t.connErr
 	}
-	if t.up == nil {
-		c, release, err := t.s.boundedConnect(hello.Context(), t.ss, t.dialTLS(hello))
-		if err != nil {
-			t.connErr = err
-			return nil, err
-		}
-		t.up, t.release = c.(*tls.Conn), release
+	proto, ok := t.ss.route.alpn.recall(hello.SupportedProtos)
+	if !ok && t.ss.route.ClientAuth == nil && t.ss.route.alpn.startLearning() {
+		return t.dialToLearn(hello)
 	}
-	return t.serveConfig(t.up.ConnectionState().NegotiatedProtocol), nil
+	if !ok {
+		proto = t.ss.route.alpn.predict(hello.SupportedProtos)
+	}
+	t.promised = proto
+	return t.serveConfig(proto), nil
+}
+
+// dialToLearn dials the upstream during the client's handshake, with the
+// client's list, and offers the client what the upstream chose: the cold
+// start of a route's ALPN memory.
+func (t *bridgeTarget) dialToLearn(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	defer t.ss.route.alpn.endLearning()
+	c, release, err := t.s.boundedConnect(hello.Context(), t.ss, t.dialTLS(hello))
+	if err != nil {
+		t.connErr = err
+		return nil, err
+	}
+	t.up, t.release = c.(*tls.Conn), release
+	t.promised = t.up.ConnectionState().NegotiatedProtocol
+	return t.serveConfig(t.promised), nil
 }
 
 // availability is the optional capability of a route's Upstreams that
@@ -189,10 +242,11 @@ func (r *Route) available() bool {
 }
 
 // dialAfterHandshake dials the upstream once the client's handshake is
-// done, for a connection promised a protocol from the ALPN memory. The
-// client has been told nothing else yet, so a failed dial still moves on
-// to the next candidate.
+// done (and its certificate verified), for a connection promised a
+// protocol. The client has been told nothing else yet, so a failed dial
+// still moves on to the next candidate.
 func (t *bridgeTarget) dialAfterHandshake() error {
+	t.after = true
 	c, release, err := t.s.boundedConnect(t.s.ctx, t.ss, t.dialTLS(t.hello))
 	if err != nil {
 		t.connErr = err
@@ -203,45 +257,89 @@ func (t *bridgeTarget) dialAfterHandshake() error {
 }
 
 // dialTLS returns the dialFunc of this connection: TCP, the TLS handshake
-// and, when the upstream asked for a client certificate over TLS 1.3, its
-// verdict on it. A wrong server certificate or a refused client
-// certificate is a failed dial: the next candidate is tried.
+// with the client's list and, after the client's handshake, the check of
+// the protocol it was promised. A wrong server certificate, a refused
+// client certificate or a broken promise is a failed dial: the next
+// candidate is tried.
 func (t *bridgeTarget) dialTLS(hello *tls.ClientHelloInfo) dialFunc {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
-		c, lc, err := t.upstreamHandshake(ctx, addr, hello, false)
-		if err != nil && lc != nil && lc.classical {
-			t.ss.route.declines.note(lc.sessionKey, time.Now())
-			c, lc, err = t.upstreamHandshake(ctx, addr, hello, true)
-		}
+		t.early = nil // a failed candidate's, never the client's
+		c, err := t.handshakeOffering(ctx, addr, hello, hello.SupportedProtos)
 		if err != nil {
 			return nil, err
 		}
-		if err := t.confirmClientAuth(ctx, c, lc); err != nil {
-			lc.raw.Close()
-			return nil, err
+		got := c.ConnectionState().NegotiatedProtocol
+		if !t.after {
+			t.learned = &learnedALPN{addr: addr, proto: got} // remembered once the client's handshake completes
+			return c, nil
 		}
-		if err := t.learnALPN(addr, c); err != nil {
-			lc.raw.Close()
-			return nil, err
+		t.ss.route.alpn.learn(addr, hello.SupportedProtos, got)
+		if got == t.promised {
+			return c, nil
 		}
-		return c, nil
+		c.NetConn().Close()
+		t.early = nil
+		return t.keepPromise(ctx, addr, hello, got)
 	}
 }
 
+// keepPromise dials addr again offering only the protocol the client was
+// promised, after the upstream chose got for the client's whole list: an
+// upstream that speaks the promised protocol too chooses it from a list
+// of one, and the client and the upstream agree. One that does not fails
+// the dial (errALPNMismatch); the memory knows its answer from now on.
+func (t *bridgeTarget) keepPromise(ctx context.Context, addr string, hello *tls.ClientHelloInfo, got string) (net.Conn, error) {
+	var offer []string
+	if t.promised != "" {
+		offer = []string{t.promised}
+	}
+	c, err := t.handshakeOffering(ctx, addr, hello, offer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the client was given %q, the upstream chose %q (remembered from now on) and refused %q alone: %w",
+			errALPNMismatch, t.promised, got, t.promised, err)
+	}
+	if again := c.ConnectionState().NegotiatedProtocol; again != t.promised {
+		c.NetConn().Close()
+		return nil, fmt.Errorf("%w: the client was given %q, the upstream chose %q (remembered from now on), and %q when offered %q alone",
+			errALPNMismatch, t.promised, got, again, t.promised)
+	}
+	return c, nil
+}
+
+// handshakeOffering completes one upstream leg offering the ALPN list
+// offer, with the redial without classical key exchanges when the
+// upstream declined them, and the wait for its verdict on the client
+// certificate.
+func (t *bridgeTarget) handshakeOffering(ctx context.Context, addr string, hello *tls.ClientHelloInfo, offer []string) (*tls.Conn, error) {
+	c, lc, err := t.upstreamHandshake(ctx, addr, hello, offer, false)
+	if err != nil && lc != nil && lc.classical {
+		t.ss.route.declines.note(lc.sessionKey, time.Now())
+		c, lc, err = t.upstreamHandshake(ctx, addr, hello, offer, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := t.confirmClientAuth(ctx, c, lc); err != nil {
+		lc.raw.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // upstreamHandshake dials addr and completes the upstream leg's TLS
-// handshake; full forbids resuming with classical key exchanges. A failed
-// handshake returns its legConfig too: when it had offered classical
-// groups only (lc.classical), the upstream declined the session
-// (errResumptionDeclined) or refused the offer (an upstream that accepts
-// only post-quantum groups), so dialTLS notes it in the route's
-// declineMemory and dials again with crypto/tls's default.
-func (t *bridgeTarget) upstreamHandshake(ctx context.Context, addr string, hello *tls.ClientHelloInfo, full bool) (*tls.Conn, *legConfig, error) {
+// handshake offering offer; full forbids resuming with classical key
+// exchanges. A failed handshake returns its legConfig too: when it had
+// offered classical groups only (lc.classical), the upstream declined the
+// session (errResumptionDeclined) or refused the offer (an upstream that
+// accepts only post-quantum groups), so handshakeOffering notes it in the
+// route's declineMemory and dials again with crypto/tls's default.
+func (t *bridgeTarget) upstreamHandshake(ctx context.Context, addr string, hello *tls.ClientHelloInfo, offer []string, full bool) (*tls.Conn, *legConfig, error) {
 	raw, err := t.s.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
 	lc := &legConfig{route: t.ss.route, addr: addr, raw: raw, full: full}
-	c := tls.Client(raw, lc.config(hello))
+	c := tls.Client(raw, lc.config(hello, offer))
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		return nil, lc, fmt.Errorf("TLS handshake: %w", err)
@@ -249,16 +347,12 @@ func (t *bridgeTarget) upstreamHandshake(ctx context.Context, addr string, hello
 	return c, lc, nil
 }
 
-// learnALPN records what the upstream at addr chose for the client's
-// list and, for a connection promised a protocol, fails the dial when the
-// upstream chose another.
-func (t *bridgeTarget) learnALPN(addr string, c *tls.Conn) error {
-	got := c.ConnectionState().NegotiatedProtocol
-	t.ss.route.alpn.learn(addr, t.hello.SupportedProtos, got)
-	if t.deferred && got != t.promised {
-		return fmt.Errorf("%w: the client was given %q, the upstream chose %q (remembered from now on)", errALPNMismatch, t.promised, got)
+// rememberLearned records, once the client's handshake is complete, the
+// answer of a dial made during it.
+func (t *bridgeTarget) rememberLearned() {
+	if l := t.learned; l != nil {
+		t.ss.route.alpn.learn(l.addr, t.hello.SupportedProtos, l.proto)
 	}
-	return nil
 }
 
 // confirmClientAuth waits, after a TLS 1.3 handshake in which the upstream
@@ -298,11 +392,13 @@ func (t *bridgeTarget) copy(client *tls.Conn) (string, error) {
 		}
 	}
 	if f := t.ss.route.BridgeFunc; f != nil {
+		t.wait.seen() // the seam reads the client itself: no first-request wait
 		return t.runBridgeFunc(f, client)
 	}
 	tn := newTunnel(t.ss, client, t.up, t.ss.cfg.IdleTimeout)
-	return tn.run(tn.copier(client, t.up, sideClient, sideUpstream, DirectionUpstream).run,
-		tn.copier(t.up, client, sideUpstream, sideClient, DirectionDownstream).run)
+	up := tn.copier(client, t.up, sideClient, sideUpstream, DirectionUpstream)
+	up.first = t.wait.seen
+	return tn.run(up.run, tn.copier(t.up, client, sideUpstream, sideClient, DirectionDownstream).run)
 }
 
 func (t *bridgeTarget) runBridgeFunc(f BridgeFunc, client *tls.Conn) (string, error) {

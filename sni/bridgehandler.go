@@ -50,8 +50,9 @@ var (
 // and writes are counted in the connection's bytes; RemoteAddr is the
 // node's address (the PROXY header's source where one was received).
 type BridgeConn struct {
-	tc *tls.Conn
-	ss *session
+	tc   *tls.Conn
+	ss   *session
+	wait *requestWait // ended by the first byte read
 
 	// Route is the route's name, SNI the server name the node sent.
 	Route, SNI string
@@ -80,6 +81,9 @@ var _ net.Conn = (*BridgeConn)(nil)
 // Read reads from the node, counting the bytes upstream-bound.
 func (c *BridgeConn) Read(b []byte) (int, error) {
 	n, err := c.tc.Read(b)
+	if n > 0 {
+		c.wait.seen()
+	}
 	c.ss.up.Add(int64(n))
 	c.ss.rm.addBytes(DirectionUpstream, int64(n))
 	return n, err
@@ -118,7 +122,7 @@ func (c *BridgeConn) ConnectionState() tls.ConnectionState { return c.tc.Connect
 // serveHandler hands a terminated node connection to the route's Handler.
 func (t *bridgeTarget) serveHandler(h BridgeHandler, client *tls.Conn) (string, error) {
 	c := &BridgeConn{
-		tc: client, ss: t.ss,
+		tc: client, ss: t.ss, wait: &t.wait,
 		Route: t.ss.route.Name, SNI: t.ss.hello.ServerName, Client: t.ss.client,
 		Node: t.ss.node, Draining: t.s.quit, IdleTimeout: t.ss.cfg.IdleTimeout,
 		ID: t.s.ids.of(t.ss),
@@ -156,5 +160,6 @@ func (t *bridgeTarget) serveTerminated(h BridgeHandler, pc *tcpproxy.Conn, clien
 		t.ss.releaseHello()
 	}
 	t.ss.inTunnel.Store(true)
+	t.wait.arm(t.s, t.ss)
 	t.ss.end(t.serveHandler(h, client))
 }

@@ -182,6 +182,9 @@ type copier struct {
 	srcSide, dstSide string
 	counter          *atomic.Int64
 	dir              string
+	// first, when set, is called once, at the first byte read from src
+	// (a bridge client's first request: requestWait.seen).
+	first func()
 }
 
 func (t *tunnel) copier(src, dst net.Conn, srcSide, dstSide, dir string) *copier {
@@ -196,6 +199,10 @@ func (c *copier) run() error {
 	for {
 		n, err := c.src.Read(*bp)
 		if n > 0 {
+			if c.first != nil {
+				c.first()
+				c.first = nil
+			}
 			if werr := c.write((*bp)[:n]); werr != nil {
 				return werr
 			}

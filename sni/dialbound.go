@@ -11,7 +11,8 @@ import (
 )
 
 // Defaults of Route.MaxDials and Route.MaxDialsPerClient, and how long a
-// dial over either bound waits for a slot.
+// dial over either bound (or over Route.DialRatePerClient) waits for a
+// slot.
 const (
 	// DefaultMaxDials bounds a bridge route's upstream dials in progress
 	// (TCP plus the upstream TLS handshake with the edge identity).
@@ -37,6 +38,7 @@ var errDialLimit = errors.New("too many upstream dials in progress")
 type dialSlots struct {
 	max, perClient int
 	wait           time.Duration // DialQueueWait; tests shorten it
+	rate           dialRate      // per client over time (DialRatePerClient)
 
 	mu       sync.Mutex
 	total    int
@@ -47,6 +49,9 @@ type dialSlots struct {
 // acquire takes a slot for a dial on behalf of src, waiting up to d.wait
 // for one to free; it returns the func that gives the slot back.
 func (d *dialSlots) acquire(ctx context.Context, src netip.Addr) (func(), error) {
+	if err := d.waitTurn(ctx, src); err != nil {
+		return nil, err
+	}
 	var timeout <-chan time.Time
 	for {
 		freed, ok := d.take(src)
@@ -65,6 +70,26 @@ func (d *dialSlots) acquire(ctx context.Context, src netip.Addr) (func(), error)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// waitTurn takes src's token of the dial rate, waiting for it when it is
+// due within d.wait; a client over its rate for longer is refused.
+func (d *dialSlots) waitTurn(ctx context.Context, src netip.Addr) error {
+	wait, ok := d.rate.reserve(src, time.Now(), d.wait)
+	if !ok {
+		return fmt.Errorf("%w: client %s started more than %d dials a second (dial_rate_per_client)", errDialLimit, src, d.rate.perSecond)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -2,6 +2,7 @@ package sni
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/netip"
@@ -81,33 +82,37 @@ func TestDialSlotsWaitForAFreeSlot(t *testing.T) {
 // progress, so 150 stalled hellos held 150 registry connections. A
 // client over max_dials_per_client, and any client over the route's
 // max_dials, is refused (result dial_limit) after a short wait; the dials
-// in progress are a gauge, and another client still gets its dial.
+// in progress are a gauge, and another client still gets its dial. The
+// dials start once the nodes' handshakes are done (issue 26 item 6).
 func TestBridgeDialBounds(t *testing.T) {
 	p := newBridgePKI(t)
 	hole := newTCPUpstream(t, func(c *net.TCPConn) { readAll(t, c) }) // accepts TCP, never speaks TLS
 	r := p.route(t, hole.addr)
 	r.MaxDials, r.MaxDialsPerClient, r.dialWait = 2, 1, 10*time.Millisecond
+	r.alpn.learn(hole.addr, []string{"h2"}, "h2") // warm: no dial during the handshakes
 	w := newWorld(t, Config{ConnectTimeout: 2 * waitLimit}, "", r)
-	hello := captureHello(t, p.nodeConfig("h2"))
-	send := func(local string) net.Conn {
-		c := w.dialFrom(t, local)
-		c.Write(hello)
-		return c
+	connect := func(local string) *tls.Conn {
+		tc := tls.Client(w.dialFrom(t, local), p.nodeConfig("h2"))
+		if err := tc.Handshake(); err != nil {
+			t.Fatalf("node handshake from %s: %v", local, err)
+		}
+		return tc
 	}
-	wantRefused := func(c net.Conn, n float64) {
+	wantRefused := func(c *tls.Conn, n float64) {
 		t.Helper()
-		if typ, payload := firstRecord(t, c); typ != recordTypeAlert || payload[1] != alertInternalError {
-			t.Fatalf("over the bound: record type %d, want an internal_error alert", typ)
+		c.SetReadDeadline(time.Now().Add(waitLimit))
+		if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+			t.Fatalf("over the bound: read %v, want the connection closed", err)
 		}
 		eventually(t, "the refusal counted", func() bool { return w.result(t, "registry", resultDialLimit) == n })
 	}
 
-	send("127.0.0.1")
+	connect("127.0.0.1")
 	eventually(t, "one dial in progress", func() bool { return w.dialsInProgress(t, "registry") == 1 })
-	wantRefused(send("127.0.0.1"), 1) // same client: max_dials_per_client 1
-	send("127.0.0.2")
+	wantRefused(connect("127.0.0.1"), 1) // same client: max_dials_per_client 1
+	connect("127.0.0.2")
 	eventually(t, "another client's dial in progress", func() bool { return w.dialsInProgress(t, "registry") == 2 })
-	wantRefused(send("127.0.0.3"), 2) // a third client: max_dials 2
+	wantRefused(connect("127.0.0.3"), 2) // a third client: max_dials 2
 	w.logs.wait(t, "msg=connection", "result=dial_limit", "max_dials_per_client 1")
 	w.srv.Close()
 	if n := w.dialsInProgress(t, "registry"); n != 0 {

@@ -116,7 +116,7 @@ func TestUpstreamLegResumedSkipsClientAuthWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		lc := &legConfig{route: r, addr: up.addr, raw: raw}
-		c := tls.Client(raw, lc.config(&tls.ClientHelloInfo{ServerName: registryName}))
+		c := tls.Client(raw, lc.config(&tls.ClientHelloInfo{ServerName: registryName}, nil))
 		if err := c.Handshake(); err != nil {
 			t.Fatal(err)
 		}

@@ -110,6 +110,12 @@ type Route struct {
 	// MaxDialsPerClient, bridge only, bounds them per client address in
 	// the same way. 0: DefaultMaxDialsPerClient; negative: no bound.
 	MaxDialsPerClient int
+	// DialRatePerClient, bridge only, bounds the upstream dials one client
+	// address starts per second (a token bucket, bursts of as many); a
+	// dial over it waits for its turn when that comes within
+	// DialQueueWait, else the connection is refused with result
+	// "dial_limit". 0: DefaultDialRatePerClient; negative: no bound.
+	DialRatePerClient int
 
 	once     sync.Once
 	sessions tls.ClientSessionCache // upstream leg, per route
@@ -137,6 +143,7 @@ func (r *Route) prepare() {
 		r.dials.max = orDefault(r.MaxDials, DefaultMaxDials)
 		r.dials.perClient = orDefault(r.MaxDialsPerClient, DefaultMaxDialsPerClient)
 		r.dials.wait = cmp.Or(r.dialWait, DialQueueWait)
+		r.dials.rate.perSecond = orDefault(r.DialRatePerClient, DefaultDialRatePerClient)
 		r.serveTLS = &tls.Config{
 			MinVersion:         tls.VersionTLS12,
 			GetConfigForClient: bridgeConfigForClient,

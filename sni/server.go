@@ -52,6 +52,13 @@ type Config struct {
 	// IdleTimeout closes a tunnel that moved no byte either way for this
 	// long. 0: DefaultIdleTimeout; negative: never.
 	IdleTimeout time.Duration
+	// FirstRequestTimeout bounds, on a bridge route, the time from the
+	// end of the client's TLS handshake (and the upstream dial) to the
+	// first byte of its first request; a connection that sent none is
+	// closed with result "timeout". Until that byte it also counts in
+	// MaxHandshakes. 0: DefaultFirstRequestTimeout; negative: no bound
+	// (it still counts in MaxHandshakes).
+	FirstRequestTimeout time.Duration
 	// MaxConnections bounds the connections open at once, counted once
 	// listen.allow admitted them (so a denied client never takes a slot);
 	// one more is closed at once and counted with result "limit".
@@ -60,7 +67,9 @@ type Config struct {
 	// MaxHandshakes bounds, per kind of listener (the TLS listeners
 	// together, the CONNECT listener on its own), the connections that
 	// have not yet sent a whole ClientHello (on the CONNECT listener: the
-	// request and then the ClientHello). When it is reached, the oldest
+	// request and then the ClientHello) or, on a bridge route, have not
+	// yet completed their TLS handshake and sent the first byte of their
+	// first request. When it is reached, the oldest
 	// pending connection of the source with the most pending ones is
 	// closed (result "handshake_limit") and the new one takes its place,
 	// so slow handshakes cannot starve the others, and the CONNECT
@@ -202,6 +211,7 @@ func withDefaults(cfg *Config) error {
 	set(&cfg.ClientHelloTimeout, DefaultClientHelloTimeout)
 	set(&cfg.ConnectTimeout, DefaultConnectTimeout)
 	set(&cfg.IdleTimeout, DefaultIdleTimeout)
+	set(&cfg.FirstRequestTimeout, DefaultFirstRequestTimeout)
 	set(&cfg.WarnInterval, DefaultWarnInterval)
 	set(&cfg.ProxyHeaderTimeout, min(DefaultProxyHeaderTimeout, cfg.ClientHelloTimeout))
 	limitDefaults(cfg)

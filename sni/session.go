@@ -119,17 +119,44 @@ func (ss *session) abort(result string) {
 	}
 }
 
-// evict ends a connection still reading its ClientHello, to make room in
-// a full handshake budget: its read is unblocked and finish hands its
-// socket to the tarpit instead of closing it.
-func (ss *session) evict() {
+// evict ends a pending connection (reading its ClientHello or, on a
+// bridge route, in its TLS handshake or before its first request), to
+// make room in a full handshake budget: its read is unblocked and finish
+// hands its socket to the tarpit instead of closing it.
+func (ss *session) evict() { ss.cut(resultHandshakeLimit, errEvicted, true) }
+
+// cut ends a connection that has not reached its tunnel's first byte
+// from the client: it records result and err (unless a result is set),
+// imposes result, unblocks the client's reads with a past deadline (a
+// bridge connection keeps it, see bridgeConn.SetDeadline) and closes
+// the upstream connection if one is open, which ends a tunnel waiting
+// for the client. tarpit makes finish hold the socket in the tarpit.
+func (ss *session) cut(result string, err error, tarpit bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.forced == "" {
-		ss.forced = resultHandshakeLimit
+	if ss.result == "" {
+		ss.result, ss.err = result, err
 	}
-	ss.tarpit = true
+	if ss.forced == "" {
+		ss.forced = result
+	}
+	ss.tarpit = ss.tarpit || tarpit
 	ss.conn.SetDeadline(time.Unix(1, 0))
+	if ss.peer != nil {
+		ss.peer.Close()
+	}
+}
+
+// guardDeadline calls set (a deadline setter of the client connection)
+// with t, or with a past time once the connection was cut: a reader
+// arming its own deadline must not undo the cut.
+func (ss *session) guardDeadline(set func(time.Time) error, t time.Time) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.forced != "" {
+		t = time.Unix(1, 0)
+	}
+	return set(t)
 }
 
 // setPeer registers the upstream connection so that abort closes it; false
@@ -406,6 +433,9 @@ func (s *Server) forward(ss *session) (string, error) {
 		}
 		return res, err
 	}
+	// Pending again, until the first byte of its first request: a whole
+	// ClientHello and then silence must compete for the budget too.
+	s.enterHandshake(ss)
 	pc := &tcpproxy.Conn{HostName: ss.hello.ServerName, Peeked: ss.raw, Conn: ss.conn}
 	(&bridgeTarget{s: s, ss: ss}).HandleConn(pc)
 	ss.rm.activeDec()

@@ -27,7 +27,7 @@ type legConfig struct {
 
 // config takes the route's upstream configuration for this dial (a call
 // of UpstreamTLSFunc, else a clone of UpstreamTLS) and sets the client's
-// ALPN list, ServerName (the template's, else the client's SNI, else the
+// ALPN list (offer), ServerName (the template's, else the client's SNI, else the
 // upstream's host), TLS 1.2 at least, and a session cache keyed per
 // upstream address so that round-robin does not make upstreams reject
 // each other's tickets: the template's cache (scoped to the certificate
@@ -41,11 +41,11 @@ type legConfig struct {
 // The hybrid costs an ML-KEM-768 key generation and decapsulation per
 // handshake; every full handshake keeps it (README, "Bridge key exchange
 // and resumption").
-func (lc *legConfig) config(hello *tls.ClientHelloInfo) *tls.Config {
+func (lc *legConfig) config(hello *tls.ClientHelloInfo, offer []string) *tls.Config {
 	cfg := lc.template()
 	cfg.GetClientCertificate = lc.clientCertificate(cfg.GetClientCertificate, cfg.Certificates)
 	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
-	cfg.NextProtos = hello.SupportedProtos
+	cfg.NextProtos = offer
 	if cfg.ServerName == "" {
 		cfg.ServerName = hello.ServerName
 	}

@@ -15,6 +15,7 @@ const (
 	DefaultClientHelloTimeout = 5 * time.Second  // timeouts.client_hello
 	DefaultConnectTimeout     = 5 * time.Second  // timeouts.connect
 	DefaultIdleTimeout        = time.Hour        // timeouts.idle
+	DefaultFirstRequest       = 10 * time.Second // timeouts.first_request, as sni.DefaultFirstRequestTimeout
 	DefaultDrainTimeout       = 30 * time.Second // timeouts.drain
 	DefaultMaxConnections     = 10000            // max_connections
 	DefaultDNSTTL             = 30 * time.Second // dns.ttl
@@ -27,6 +28,7 @@ const (
 	DefaultHealthRise         = 2               // health.rise
 	DefaultMaxDials           = 64              // routes[].max_dials (bridge), as sni.DefaultMaxDials
 	DefaultMaxDialsPerClient  = 8               // routes[].max_dials_per_client (bridge), as sni.DefaultMaxDialsPerClient
+	DefaultDialRatePerClient  = 32              // routes[].dial_rate_per_client (bridge), as sni.DefaultDialRatePerClient
 )
 
 // DefaultExpectStatus returns the default health.expect_status, [200, 401]
@@ -117,7 +119,10 @@ type Timeouts struct {
 	ClientHello time.Duration // to receive the whole ClientHello
 	Connect     time.Duration // upstream dial plus, in bridge mode, its TLS handshake
 	Idle        time.Duration // a tunnel with no bytes either way is closed after this
-	Drain       time.Duration // graceful shutdown budget
+	// FirstRequest: a bridge connection whose client sends no request
+	// this long after its TLS handshake is closed.
+	FirstRequest time.Duration
+	Drain        time.Duration // graceful shutdown budget
 }
 
 // DNS is the dns: section.
@@ -152,6 +157,10 @@ type Route struct {
 	// the upstream dials in progress of the route, in all and per client
 	// address; at least 1.
 	MaxDials, MaxDialsPerClient int
+	// DialRatePerClient, bridge only (0 in splice mode, and for "no
+	// limit"), bounds the upstream dials one client address starts per
+	// second.
+	DialRatePerClient int
 	// HTTP, bridge only, is the http: section: nil copies bytes; set, the
 	// gateway serves the node's HTTP itself (the HTTP-aware bridge).
 	HTTP *HTTP

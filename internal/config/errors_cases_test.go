@@ -130,14 +130,16 @@ routes:
   idle: -1s
   drain: 0s
   idel: 1h
+  first_request: -10s
 max_connections: 0
 `, want: []string{
 		`snigate.yaml:9: timeouts.client_hello: want a duration such as "5s", got "3"`,
 		`snigate.yaml:10: timeouts.connect: want a duration such as "5s", got a list`,
 		`snigate.yaml:11: timeouts.idle: want a duration greater than 0 such as "1h", got "-1s"`,
 		`snigate.yaml:12: timeouts.drain: want a duration greater than 0 such as "30s", got "0s"`,
-		`snigate.yaml:13: timeouts.idel: unknown key (did you mean "idle"?); allowed here: client_hello, connect, idle, drain`,
-		"snigate.yaml:14: max_connections: want an integer of at least 1, got 0",
+		`snigate.yaml:13: timeouts.idel: unknown key (did you mean "idle"?); allowed here: client_hello, connect, idle, drain, first_request`,
+		`snigate.yaml:14: timeouts.first_request: want a duration greater than 0 such as "10s", got "-10s"`,
+		"snigate.yaml:15: max_connections: want an integer of at least 1, got 0",
 	}},
 	{name: "max_connections not an integer", yaml: minimalSplice + "max_connections: many\n", want: []string{
 		`snigate.yaml:8: max_connections: want an integer of at least 1, got "many"`,
@@ -223,7 +225,7 @@ max_connections: 0
 		"snigate.yaml:3: routes: required: at least one route (name, sni, mode, upstreams)",
 	}},
 	{name: "route is not a mapping", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - registry\n", want: []string{
-		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, http, got "registry"`,
+		`snigate.yaml:4: routes[0]: want a mapping with keys name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, dial_rate_per_client, http, got "registry"`,
 	}},
 	{name: "route keys required", yaml: "listen:\n  tls: [\":443\"]\nroutes:\n  - balance: leastconn\n", want: []string{
 		`snigate.yaml:4: routes[0].name: required: a name such as "registry" (letters, digits, '-', '_', '.')`,
@@ -232,7 +234,7 @@ max_connections: 0
 		`snigate.yaml:4: routes[0].upstreams: required: one or more addresses such as ["10.1.0.10:443"]`,
 	}},
 	{name: "route unknown and duplicate keys", yaml: minimalSplice + "    helth: {}\n    mode: bridge\n", want: []string{
-		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, http`,
+		`snigate.yaml:8: routes[0].helth: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, dial_rate_per_client, http`,
 		"snigate.yaml:9: routes[0].mode: duplicate key (first at line 6)",
 	}},
 	{name: "route enums", yaml: `listen:
@@ -357,6 +359,12 @@ routes:
 	{name: "max_dials below 1", yaml: minimalBridge + "    max_dials: 0\n    max_dials_per_client: many\n", want: []string{
 		`snigate.yaml:10: routes[0].max_dials: want an integer of at least 1, got 0`,
 		`snigate.yaml:11: routes[0].max_dials_per_client: want an integer of at least 1, got "many"`,
+	}},
+	{name: "dial_rate_per_client negative", yaml: minimalBridge + "    dial_rate_per_client: -1\n", want: []string{
+		`snigate.yaml:10: routes[0].dial_rate_per_client: want an integer of at least 0, got -1`,
+	}},
+	{name: "dial_rate_per_client on a splice route", yaml: minimalSplice + "    dial_rate_per_client: 16\n", want: []string{
+		`snigate.yaml:8: routes[0].dial_rate_per_client: only allowed in bridge mode (this route is mode: splice); remove it or use mode: bridge`,
 	}},
 	{name: "max_dials on a splice route", yaml: minimalSplice + "    max_dials: 16\n", want: []string{
 		`snigate.yaml:8: routes[0].max_dials: only allowed in bridge mode (this route is mode: splice); remove it or use mode: bridge`,

@@ -44,5 +44,5 @@ routes:
 	}
 	// Output:
 	// snigate.yaml:7: routes[0].upstreams[0]: want host:port such as "10.1.0.10:443", got "10.2.0.1" (missing port in address)
-	// snigate.yaml:8: routes[0].healt: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, http
+	// snigate.yaml:8: routes[0].healt: unknown key (did you mean "health"?); allowed here: name, sni, mode, upstreams, balance, proxy_protocol, health, serve, upstream_tls, max_dials, max_dials_per_client, dial_rate_per_client, http
 }

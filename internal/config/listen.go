@@ -93,11 +93,12 @@ func (p *parser) adminAddr(f fields) string {
 // timeouts parses the timeouts: section.
 func (p *parser) timeouts(top fields) Timeouts {
 	f := p.mapping(top.get("timeouts"), "timeouts", top.keyLine("timeouts"),
-		"client_hello", "connect", "idle", "drain")
+		"client_hello", "connect", "idle", "drain", "first_request")
 	return Timeouts{
-		ClientHello: p.durationAt(f, "client_hello", DefaultClientHelloTimeout),
-		Connect:     p.durationAt(f, "connect", DefaultConnectTimeout),
-		Idle:        p.durationAt(f, "idle", DefaultIdleTimeout),
-		Drain:       p.durationAt(f, "drain", DefaultDrainTimeout),
+		ClientHello:  p.durationAt(f, "client_hello", DefaultClientHelloTimeout),
+		Connect:      p.durationAt(f, "connect", DefaultConnectTimeout),
+		Idle:         p.durationAt(f, "idle", DefaultIdleTimeout),
+		FirstRequest: p.durationAt(f, "first_request", DefaultFirstRequest),
+		Drain:        p.durationAt(f, "drain", DefaultDrainTimeout),
 	}
 }

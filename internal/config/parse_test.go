@@ -122,7 +122,7 @@ func TestParseFullExample(t *testing.T) {
 			Connect: ":3128", DNS: ":53", Admin: "127.0.0.1:9090",
 			Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
 		},
-		Timeouts:       Timeouts{ClientHello: 5 * time.Second, Connect: 4 * time.Second, Idle: 90 * time.Minute, Drain: 30 * time.Second},
+		Timeouts:       Timeouts{ClientHello: 5 * time.Second, Connect: 4 * time.Second, Idle: 90 * time.Minute, FirstRequest: DefaultFirstRequest, Drain: 30 * time.Second},
 		MaxConnections: 20000,
 		// absent: the defaults (a quarter of 20000 is above the cap)
 		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
@@ -145,7 +145,7 @@ func TestParseFullExample(t *testing.T) {
 				Interval: 3 * time.Second, Timeout: 2 * time.Second, Fall: 3, Rise: 2},
 			Serve:       Serve{Cert: in("serve.crt"), Key: in("serve.key")},
 			UpstreamTLS: UpstreamTLS{Cert: in("client.crt"), Key: in("client.key"), CA: in("ca.crt")},
-			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient,
+			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient, DialRatePerClient: DefaultDialRatePerClient,
 		}, {
 			Name: "git", Line: 48,
 			SNI: []string{"git.example.com"}, SNIKeys: []string{"routes[1].sni[0]"}, Mode: ModeSplice, Upstreams: []string{"10.2.0.1:443"},
@@ -160,7 +160,7 @@ func TestParseFullExample(t *testing.T) {
 				Fall: DefaultHealthFall, Rise: DefaultHealthRise},
 			Serve:       Serve{CACert: in("ca.crt"), CAKey: in("ca.key"), KeyExchanges: []tls.CurveID{tls.X25519, tls.X25519MLKEM768}},
 			UpstreamTLS: UpstreamTLS{ServerName: "upstream.example.com", KeyExchanges: []tls.CurveID{tls.X25519}},
-			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient,
+			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient, DialRatePerClient: DefaultDialRatePerClient,
 		}},
 	}
 	want.lines = c.lines // the positions ErrorAt reads; TestErrorAt checks them
@@ -196,7 +196,7 @@ func TestParseDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantTimeouts := Timeouts{ClientHello: DefaultClientHelloTimeout, Connect: DefaultConnectTimeout,
-				Idle: DefaultIdleTimeout, Drain: DefaultDrainTimeout}
+				Idle: DefaultIdleTimeout, FirstRequest: DefaultFirstRequest, Drain: DefaultDrainTimeout}
 			if c.Timeouts != wantTimeouts {
 				t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, wantTimeouts)
 			}
@@ -284,18 +284,20 @@ routes:
 	}
 }
 
-// routes[].max_dials and max_dials_per_client: bridge defaults, values
-// set, nothing on splice routes.
+// routes[].max_dials, max_dials_per_client and dial_rate_per_client:
+// bridge defaults, values set (0: no rate limit), nothing on splice
+// routes.
 func TestParseDialBounds(t *testing.T) {
 	dir := t.TempDir()
 	testPKI(t, dir)
 	tests := []struct {
-		name                string
-		yaml                string
-		perRoute, perClient int
+		name                      string
+		yaml                      string
+		perRoute, perClient, rate int
 	}{
-		{name: "bridge defaults", yaml: minimalBridge, perRoute: DefaultMaxDials, perClient: DefaultMaxDialsPerClient},
-		{name: "bridge set", yaml: minimalBridge + "    max_dials: 200\n    max_dials_per_client: 2\n", perRoute: 200, perClient: 2},
+		{name: "bridge defaults", yaml: minimalBridge, perRoute: DefaultMaxDials, perClient: DefaultMaxDialsPerClient, rate: DefaultDialRatePerClient},
+		{name: "bridge set", yaml: minimalBridge + "    max_dials: 200\n    max_dials_per_client: 2\n    dial_rate_per_client: 5\n", perRoute: 200, perClient: 2, rate: 5},
+		{name: "no rate limit", yaml: minimalBridge + "    dial_rate_per_client: 0\n", perRoute: DefaultMaxDials, perClient: DefaultMaxDialsPerClient},
 		{name: "splice", yaml: minimalSplice},
 	}
 	for _, tc := range tests {
@@ -304,8 +306,9 @@ func TestParseDialBounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := c.Routes[0]; r.MaxDials != tc.perRoute || r.MaxDialsPerClient != tc.perClient {
-				t.Errorf("MaxDials %d, MaxDialsPerClient %d; want %d, %d", r.MaxDials, r.MaxDialsPerClient, tc.perRoute, tc.perClient)
+			if r := c.Routes[0]; r.MaxDials != tc.perRoute || r.MaxDialsPerClient != tc.perClient || r.DialRatePerClient != tc.rate {
+				t.Errorf("MaxDials %d, MaxDialsPerClient %d, DialRatePerClient %d; want %d, %d, %d",
+					r.MaxDials, r.MaxDialsPerClient, r.DialRatePerClient, tc.perRoute, tc.perClient, tc.rate)
 			}
 		})
 	}

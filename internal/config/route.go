@@ -11,7 +11,7 @@ import (
 )
 
 var routeKeys = []string{"name", "sni", "mode", "upstreams", "balance", "proxy_protocol", "health", "serve", "upstream_tls",
-	"max_dials", "max_dials_per_client", "http"}
+	"max_dials", "max_dials_per_client", "dial_rate_per_client", "http"}
 
 // validRouteName is what a route name may contain: it appears in metric
 // labels, log lines and the runtime API's URL paths.
@@ -79,6 +79,7 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	r.Serve = p.serve(f, r.Mode)
 	r.UpstreamTLS = p.upstreamTLS(f, r.Mode)
 	r.MaxDials, r.MaxDialsPerClient = p.dialBounds(f, r.Mode)
+	r.DialRatePerClient = p.dialRate(f, r.Mode)
 	r.HTTP = p.http(f, r.Mode, registryHosts(r))
 	refs.http = f
 	return r, refs
@@ -109,6 +110,16 @@ func (p *parser) dialBounds(f fields, mode string) (perRoute, perClient int) {
 		return 0, 0
 	}
 	return p.intAt(f, "max_dials", DefaultMaxDials, 1), p.intAt(f, "max_dials_per_client", DefaultMaxDialsPerClient, 1)
+}
+
+// dialRate returns a bridge route's dial_rate_per_client: the upstream
+// dials one client address may start per second; 0 is no limit.
+func (p *parser) dialRate(f fields, mode string) int {
+	if mode == ModeSplice {
+		p.notInMode(f, "dial_rate_per_client", mode, ModeBridge)
+		return 0
+	}
+	return p.intAt(f, "dial_rate_per_client", DefaultDialRatePerClient, 0)
 }
 
 // require records "name: required: want" unless ok or name already has an error.

@@ -156,11 +156,12 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 
 func (g *Gateway) sniConfig(cfg *config.Config) sni.Config {
 	return sni.Config{
-		ClientHelloTimeout: cfg.Timeouts.ClientHello,
-		ConnectTimeout:     cfg.Timeouts.Connect,
-		IdleTimeout:        cfg.Timeouts.Idle,
-		MaxConnections:     cfg.MaxConnections,
-		MaxHandshakes:      cfg.MaxHandshakes,
+		ClientHelloTimeout:  cfg.Timeouts.ClientHello,
+		ConnectTimeout:      cfg.Timeouts.Connect,
+		IdleTimeout:         cfg.Timeouts.Idle,
+		FirstRequestTimeout: cfg.Timeouts.FirstRequest,
+		MaxConnections:      cfg.MaxConnections,
+		MaxHandshakes:       cfg.MaxHandshakes,
 		// 0 in the file is no limit; in sni.Config, negative.
 		MaxConnectionsPerClient: cmp.Or(cfg.MaxConnectionsPerClient, -1),
 		Allow:                   cfg.Listen.Allow,

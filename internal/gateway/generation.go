@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -93,6 +94,7 @@ func (g *Gateway) buildRoute(gen *generation, cfg *config.Config, rc *config.Rou
 		r.ServeKeyExchanges = rc.Serve.KeyExchanges
 		r.ServeMinVersion, r.ServeCipherSuites = rc.Serve.MinVersion, rc.Serve.CipherSuites
 		r.MaxDials, r.MaxDialsPerClient = rc.MaxDials, rc.MaxDialsPerClient
+		r.DialRatePerClient = cmp.Or(rc.DialRatePerClient, -1) // 0 in the file is no limit; in sni.Route, negative
 		auth, workers, err := clientAuth(rc, g.log, g.metrics.certs)
 		if err != nil {
 			return nil, err
