@@ -174,6 +174,9 @@ func (t *bridgeTarget) handshakeFailed(err error) {
 	}
 	err = fmt.Errorf("client TLS handshake: %w", err)
 	t.ss.end(res, err)
+	if t.ss.answerCheckResult(res) == resultAnswerCheck {
+		return // a gateway's answer check leaves after the ServerHello: no client fault
+	}
 	t.s.warnf(res+"/bridge-handshake/"+t.ss.route.Name, "client TLS handshake failed on a bridge route; "+
 		"if the client reports an unknown authority, it does not trust the CA of the route's serve certificate",
 		"route", t.ss.route.Name, "client", t.ss.clientString(), "sni", t.ss.hello.ServerName, "err", err)

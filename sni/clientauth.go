@@ -153,9 +153,31 @@ func verifyError(leaf *x509.Certificate, err error) error {
 		return &clientAuthError{reasonExpired, fmt.Errorf("%s is valid from %s to %s only; renew it", describeCert(leaf),
 			leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))}
 	case errors.As(err, &ci) && ci.Reason == x509.IncompatibleUsage:
-		return &clientAuthError{reasonWrongUsage, fmt.Errorf("%s lacks the clientAuth extended key usage: issue it as a client certificate", describeCert(leaf))}
+		return wrongUsage(leaf)
 	}
 	return &clientAuthError{reasonBadCertificate, fmt.Errorf("%s: %w", describeCert(leaf), err)}
+}
+
+// wrongUsage names what lacks the clientAuth usage: the node's
+// certificate when its own extended key usage leaves clientAuth out, else
+// (the leaf allows client authentication) a certificate of the chain up
+// to serve.client_ca, which restricts its extended key usage without
+// clientAuth: then every node is refused, and the bundle is at fault.
+func wrongUsage(leaf *x509.Certificate) error {
+	if len(leaf.ExtKeyUsage) > 0 && !leafAllowsClientAuth(leaf) {
+		return &clientAuthError{reasonWrongUsage, fmt.Errorf("%s lacks the clientAuth extended key usage: issue it as a client certificate", describeCert(leaf))}
+	}
+	return &clientAuthError{reasonWrongUsage, fmt.Errorf("%s allows client authentication, but a CA certificate above it (issuer %q, serve.client_ca) "+
+		"restricts its extended key usage without clientAuth: use a client_ca that may issue client certificates", describeCert(leaf), leaf.Issuer.String())}
+}
+
+func leafAllowsClientAuth(leaf *x509.Certificate) bool {
+	for _, u := range leaf.ExtKeyUsage {
+		if u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny {
+			return true
+		}
+	}
+	return false
 }
 
 // revokedIn returns the first certificate of any chain that crl revokes.
