@@ -9,7 +9,7 @@ import (
 // record's kind and the kind label of the http metrics.
 type Kind string
 
-// Kinds of API request (interface.md, audit record).
+// Kinds of API request (the audit record's kind, docs/configuration.md).
 const (
 	KindBase      Kind = "base"      // GET /v2/
 	KindManifest  Kind = "manifest"  // /v2/<name>/manifests/<reference>

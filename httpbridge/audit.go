@@ -19,8 +19,8 @@ const DefaultAuditQueue = 8192
 // auditBatch bounds the bytes gathered into one write.
 const auditBatch = 64 << 10
 
-// AuditRecord is one request in the audit log (interface.md, "Audit
-// record").
+// AuditRecord is one request in the audit log (docs/configuration.md,
+// `routes[].http.audit_log`).
 type AuditRecord struct {
 	Time     time.Time // when the request arrived
 	Route    string

@@ -14,7 +14,7 @@ import (
 )
 
 // Defaults applied by New to zero fields of Config.Check; they are the
-// defaults of interface.md's routes[].health.
+// defaults of routes[].health (docs/configuration.md).
 const (
 	DefaultInterval = 3 * time.Second
 	DefaultTimeout  = 2 * time.Second

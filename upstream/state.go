@@ -10,7 +10,7 @@ import (
 // connections only when it is both healthy and StateReady.
 type State string
 
-// The administrative states (interface.md, "Runtime API").
+// The administrative states (docs/operations.md, "Runtime API").
 const (
 	// StateReady is normal operation: new connections when healthy.
 	StateReady State = "ready"
