@@ -33,12 +33,24 @@ func (f *fill) wakeLocked() {
 	f.wake = make(chan struct{})
 }
 
-// state is what a reader needs: the bytes written, whether they are all
-// there and verified, the failure, and a channel closed on the next change.
-func (f *fill) state() (written int64, done bool, err error, wake <-chan struct{}) {
+// fillState is what a reader needs: the bytes written (those below
+// fileEnd are in the file), whether they are all there and verified, the
+// failure, and a channel closed on the next change.
+type fillState struct {
+	written, fileEnd int64
+	done             bool
+	err              error
+	wake             <-chan struct{}
+}
+
+func (f *fill) state() fillState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.written, f.done, f.err, f.wake
+	st := fillState{written: f.written, fileEnd: f.written, done: f.done, err: f.err, wake: f.wake}
+	if f.spilled {
+		st.fileEnd = f.diskLen
+	}
+	return st
 }
 
 // failed reports whether the fill has failed.
@@ -162,5 +174,9 @@ func (f *fill) join(ctx context.Context) (*Entry, error) {
 	if err != nil {
 		return nil, f.c.fault("open "+f.path, err)
 	}
-	return &Entry{c: f.c, d: f.d, f: r, fill: f, ctx: ctx, size: -1, closed: make(chan struct{})}, nil
+	e := &Entry{c: f.c, d: f.d, f: r, fill: f, ctx: ctx, size: -1, closed: make(chan struct{})}
+	f.mu.Lock()
+	f.readers[e] = 0
+	f.mu.Unlock()
+	return e, nil
 }

@@ -1,0 +1,180 @@
+package regcache
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SpillWindow is the most bytes a fill that does not fit in MaxSize
+// keeps in memory for its readers: past it, the fill reads no more from
+// upstream until its slowest reader took the oldest bytes.
+const SpillWindow = 4 * fillBufferSize
+
+// errSpilled is the bypass a caller gets when the digest's fill in
+// flight does not fit in MaxSize: its bytes are not on disk for a new
+// reader to start from, so the caller serves it from upstream itself.
+var errSpilled = fmt.Errorf("%w: the content's fill in flight does not fit in max_size", ErrBypass)
+
+// reserve counts a fill of known size against MaxSize, with the other
+// fills in flight, evicting stored content for it, and allocates its disk
+// space (freeing stored content once if the disk is full). A fill that
+// cannot fit even with nothing stored spills: its readers get the bytes
+// from memory, nothing of it is written.
+func (c *Cache) reserve(f *fill, size int64) error {
+	if size < 0 {
+		return nil // unknown: it reserves as it grows (roomFor)
+	}
+	c.mu.Lock()
+	if size > c.maxSize-c.reserved {
+		c.spillLocked(f, size)
+		c.mu.Unlock()
+		return nil
+	}
+	f.reserved = size
+	c.reserved += size
+	c.evictLocked()
+	c.mu.Unlock()
+	if size == 0 {
+		return nil // fallocate refuses 0
+	}
+	err := allocate(f.w, size)
+	if err != nil && faultReason(err) == reasonNoSpace {
+		c.mu.Lock()
+		freed := c.makeRoomLocked(size)
+		c.mu.Unlock()
+		if freed {
+			err = allocate(f.w, size)
+		}
+	}
+	if err != nil {
+		return c.fault(fmt.Sprintf("allocate %d bytes for %s", size, f.d), err)
+	}
+	return nil
+}
+
+// roomFor reports whether n more bytes of f go to disk. A fill of known
+// size reserved them; one of unknown length reserves them now, evicting
+// stored content, while the fills in flight fit in MaxSize; past that it
+// spills, and the bytes written so far stay for the readers behind.
+func (c *Cache) roomFor(f *fill, n int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case f.isSpilled():
+		return false
+	case f.size >= 0:
+		return true
+	case c.reserved+n > c.maxSize:
+		c.spillLocked(f, -1)
+		return false
+	}
+	f.reserved += n
+	c.reserved += n
+	c.evictLocked()
+	return true
+}
+
+// spillLocked marks f as one that does not fit: not stored, its next
+// bytes kept in memory, no new reader joins it. Called with c.mu held.
+func (c *Cache) spillLocked(f *fill, size int64) {
+	f.noStore = true
+	f.mu.Lock()
+	f.spilled, f.diskLen = true, f.written
+	f.mu.Unlock()
+	c.log.Info("content does not fit in max_size: served to the readers of its fill, not stored",
+		"route", c.cfg.Route, "digest", f.d.String(), "size", size, "written", f.diskLen,
+		"max_size", c.maxSize, "reserved", c.reserved)
+}
+
+func (f *fill) isSpilled() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.spilled
+}
+
+// keep appends p, past the disk, to the window the readers read from,
+// once the readers took enough of it to make room. It waits at most
+// FillIdleTimeout for a reader to move on.
+func (f *fill) keep(ctx context.Context, p []byte) error {
+	var timeout <-chan time.Time
+	for {
+		f.mu.Lock()
+		f.trimLocked()
+		if len(f.win) == 0 || len(f.win)+len(p) <= SpillWindow {
+			f.win = append(f.win, p...)
+			f.written += int64(len(p))
+			f.wakeLocked()
+			f.mu.Unlock()
+			return nil
+		}
+		f.mu.Unlock()
+		if idle := f.c.cfg.FillIdleTimeout; timeout == nil && idle > 0 {
+			t := time.NewTimer(idle)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-f.room:
+		case <-timeout:
+			return fmt.Errorf("the readers of a fill larger than max_size took no byte for %s", f.c.cfg.FillIdleTimeout)
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the readers: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// trimLocked drops the window's bytes that every reader has read.
+// Called with f.mu held.
+func (f *fill) trimLocked() {
+	start := f.written - int64(len(f.win))
+	low := f.written
+	for _, pos := range f.readers {
+		low = min(low, pos)
+	}
+	if low > start {
+		n := copy(f.win, f.win[low-start:])
+		f.win = f.win[:n]
+	}
+}
+
+// readWindow copies the window's bytes at off into p: a fill that
+// spilled, off past the disk. A reader behind the window (a ReadAt of
+// bytes every Read has passed) fails.
+func (f *fill) readWindow(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	start := f.written - int64(len(f.win))
+	if off < start {
+		return 0, fmt.Errorf("%w: %s: offset %d is behind the bytes kept in memory (from %d) of a fill larger than max_size",
+			ErrFillFailed, f.d, off, start)
+	}
+	return copy(p, f.win[off-start:]), nil
+}
+
+// moved records a reader's next offset, so the window keeps what it has
+// not read yet.
+func (f *fill) moved(e *Entry, off int64) {
+	f.mu.Lock()
+	f.readers[e] = off
+	spilled := f.spilled
+	f.mu.Unlock()
+	if spilled {
+		f.signalRoom()
+	}
+}
+
+// leave forgets a closed reader.
+func (f *fill) leave(e *Entry) {
+	f.mu.Lock()
+	delete(f.readers, e)
+	f.mu.Unlock()
+	f.signalRoom()
+}
+
+func (f *fill) signalRoom() {
+	select {
+	case f.room <- struct{}{}:
+	default:
+	}
+}
