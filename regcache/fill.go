@@ -32,7 +32,8 @@ type Fetched struct {
 	Header http.Header
 	// Size is the announced length (Content-Length); -1: not known. A
 	// known size reserves the disk space before the first byte is served
-	// and must match the body.
+	// (or, when it does not fit in MaxSize, none: see Fill) and must match
+	// the body.
 	Size int64
 }
 
@@ -51,7 +52,7 @@ type fill struct {
 	size   int64
 
 	// Guarded by Cache.mu.
-	noStore  bool  // purged, or larger than MaxSize: readers only
+	noStore  bool  // purged, or spilled: readers only
 	reserved int64 // counted in Cache.reserved
 
 	mu      sync.Mutex
@@ -76,7 +77,8 @@ type fill struct {
 // follow the bytes as they arrive and written to disk, or with the error:
 //
 //   - errors.Is(err, ErrBypass): the cache cannot help (unwritable
-//     directory, full disk...), serve the request from upstream;
+//     directory, full disk, the digest's fill in flight does not fit in
+//     MaxSize...), serve the request from upstream;
 //   - errors.Is(err, ErrFillFailed): the fetch failed (its own error is
 //     wrapped too, for errors.As) or the fill broke before this caller
 //     joined.
@@ -86,6 +88,15 @@ type fill struct {
 // error matching ErrFillFailed (never io.EOF: a download that ends early
 // never looks complete), and stores nothing. ctx bounds the caller's own
 // waits and reads, not the fill. The caller closes the Entry.
+//
+// Fills in flight count against MaxSize with the stored content: a fill
+// of known size reserves it (evicting least recently used content), one
+// of unknown length reserves as it grows. A fill that does not fit (its
+// size beside the other fills, or an unknown length growing past them)
+// spills: it is not stored, writes nothing more to disk, and keeps its
+// next bytes in memory for the readers it has (at most SpillWindow, so
+// the upstream waits for the slowest of them); a caller arriving then
+// gets ErrBypass.
 func (c *Cache) Fill(ctx context.Context, dgst string, fetch FetchFunc) (*Entry, error) {
 	d, err := parseDigest(dgst)
 	if err != nil {
