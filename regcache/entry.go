@@ -26,6 +26,7 @@ type Entry struct {
 	size   int64
 	ctx    context.Context // bounds the waits for a fill's bytes
 	off    int64           // Read and Seek's offset
+	behind bool            // dropped by a fill that spilled; guarded by fill.mu
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -84,14 +85,14 @@ func (e *Entry) Read(p []byte) (int, error) {
 	}
 	n, err := e.readAt(p, e.off, false)
 	e.off += int64(n)
-	if e.fill != nil && n > 0 {
-		e.fill.moved(e, e.off)
-	}
 	return n, err
 }
 
 // ReadAt reads len(p) bytes at off (waiting for a fill's bytes), or fewer
-// with an error (io.EOF at the end).
+// with an error (io.EOF at the end). In a fill larger than MaxSize, whose
+// bytes past the disk are kept in memory only until every reader read
+// past them, a Read or ReadAt before the offset of the reader's previous
+// read may fail.
 func (e *Entry) ReadAt(p []byte, off int64) (int, error) {
 	return e.readAt(p, off, true)
 }
@@ -144,6 +145,7 @@ func (e *Entry) readAt(p []byte, off int64, full bool) (int, error) {
 	if e.fill == nil {
 		return e.readStored(p, off)
 	}
+	e.fill.moved(e, off)
 	n := 0
 	for n < len(p) {
 		st := e.fill.state()
@@ -176,7 +178,7 @@ func (e *Entry) readAt(p []byte, off int64, full bool) (int, error) {
 // fileEnd, else from the window of a fill that spilled.
 func (e *Entry) readFill(p []byte, off, fileEnd int64) (int, error) {
 	if off >= fileEnd {
-		return e.fill.readWindow(p, off)
+		return e.fill.readWindow(e, p, off)
 	}
 	m, err := e.f.ReadAt(p[:min(int64(len(p)), fileEnd-off)], off)
 	if err != nil {

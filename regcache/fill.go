@@ -95,8 +95,9 @@ type fill struct {
 // size beside the other fills, or an unknown length growing past them)
 // spills: it is not stored, writes nothing more to disk, and keeps its
 // next bytes in memory for the readers it has (at most SpillWindow, so
-// the upstream waits for the slowest of them); a caller arriving then
-// gets ErrBypass.
+// the upstream waits for the slowest of them, and drops one that holds
+// the window full for FillIdleTimeout); a caller arriving then gets
+// ErrBypass.
 func (c *Cache) Fill(ctx context.Context, dgst string, fetch FetchFunc) (*Entry, error) {
 	d, err := parseDigest(dgst)
 	if err != nil {

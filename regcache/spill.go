@@ -2,6 +2,7 @@ package regcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -94,14 +95,26 @@ func (f *fill) isSpilled() bool {
 }
 
 // keep appends p, past the disk, to the window the readers read from,
-// once the readers took enough of it to make room. It waits at most
-// FillIdleTimeout for a reader to move on.
+// once the readers took enough of it to make room. A reader that holds
+// the window full for FillIdleTimeout is dropped (its next read of the
+// window fails), so one stalled node does not stall the others; a fill
+// whose readers all went away stops.
 func (f *fill) keep(ctx context.Context, p []byte) error {
+	var t *time.Timer
 	var timeout <-chan time.Time
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		f.mu.Lock()
 		f.trimLocked()
-		if len(f.win) == 0 || len(f.win)+len(p) <= SpillWindow {
+		switch {
+		case len(f.readers) == 0:
+			f.mu.Unlock()
+			return errNoReaders
+		case len(f.win) == 0 || len(f.win)+len(p) <= SpillWindow:
 			f.win = append(f.win, p...)
 			f.written += int64(len(p))
 			f.wakeLocked()
@@ -109,19 +122,41 @@ func (f *fill) keep(ctx context.Context, p []byte) error {
 			return nil
 		}
 		f.mu.Unlock()
-		if idle := f.c.cfg.FillIdleTimeout; timeout == nil && idle > 0 {
-			t := time.NewTimer(idle)
-			defer t.Stop()
+		if idle := f.c.cfg.FillIdleTimeout; t == nil && idle > 0 {
+			t = time.NewTimer(idle)
 			timeout = t.C
 		}
 		select {
 		case <-f.room:
 		case <-timeout:
-			return fmt.Errorf("the readers of a fill larger than max_size took no byte for %s", f.c.cfg.FillIdleTimeout)
+			f.dropSlowest()
+			t.Reset(f.c.cfg.FillIdleTimeout)
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the readers: %w", context.Cause(ctx))
 		}
 	}
+}
+
+// errNoReaders ends a fill that spilled once no reader is left: no one
+// else can join it, and it is not stored.
+var errNoReaders = errors.New("every reader of a fill larger than max_size went away")
+
+// dropSlowest drops the readers at the window's start: their next read of
+// the window fails.
+func (f *fill) dropSlowest() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	low := f.written
+	for _, pos := range f.readers {
+		low = min(low, pos)
+	}
+	for e, pos := range f.readers {
+		if pos == low {
+			delete(f.readers, e)
+			e.behind = true
+		}
+	}
+	f.wakeLocked()
 }
 
 // trimLocked drops the window's bytes that every reader has read.
@@ -138,25 +173,27 @@ func (f *fill) trimLocked() {
 	}
 }
 
-// readWindow copies the window's bytes at off into p: a fill that
-// spilled, off past the disk. A reader behind the window (a ReadAt of
-// bytes every Read has passed) fails.
-func (f *fill) readWindow(p []byte, off int64) (int, error) {
+// readWindow copies the window's bytes at off into p for e: a fill that
+// spilled, off past the disk. A reader behind the window (dropped, or
+// reading before an offset it read from earlier) fails.
+func (f *fill) readWindow(e *Entry, p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	start := f.written - int64(len(f.win))
-	if off < start {
+	if e.behind || off < start {
 		return 0, fmt.Errorf("%w: %s: offset %d is behind the bytes kept in memory (from %d) of a fill larger than max_size",
 			ErrFillFailed, f.d, off, start)
 	}
 	return copy(p, f.win[off-start:]), nil
 }
 
-// moved records a reader's next offset, so the window keeps what it has
-// not read yet.
+// moved records the offset a reader reads from, at the start of each of
+// its reads, so the window keeps the bytes from there on.
 func (f *fill) moved(e *Entry, off int64) {
 	f.mu.Lock()
-	f.readers[e] = off
+	if !e.behind {
+		f.readers[e] = off
+	}
 	spilled := f.spilled
 	f.mu.Unlock()
 	if spilled {
