@@ -52,8 +52,9 @@ type fill struct {
 	size   int64
 
 	// Guarded by Cache.mu.
-	noStore  bool  // purged, or spilled: readers only
-	reserved int64 // counted in Cache.reserved
+	noStore   bool  // purged, or spilled: readers only
+	reserved  int64 // counted in Cache.reserved
+	spillSlot bool  // counted in Cache.spills
 
 	mu      sync.Mutex
 	written int64

@@ -69,6 +69,10 @@ func (c *Cache) forgetLocked(f *fill) {
 	}
 	c.reserved -= f.reserved
 	f.reserved = 0
+	if f.spillSlot {
+		c.spills--
+		f.spillSlot = false
+	}
 }
 
 // abandon ends a failed fill: every reader fails, nothing is stored.

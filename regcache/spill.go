@@ -12,6 +12,13 @@ import (
 // upstream until its slowest reader took the oldest bytes.
 const SpillWindow = 4 * fillBufferSize
 
+// MaxSpills is the most fills of known size that do not fit in MaxSize a
+// Cache serves from memory at once (each holds up to SpillWindow and a
+// read buffer: about 80 MiB in all); one more is not filled at all, and
+// its callers get ErrBypass. A fill of unknown length spills once past
+// MaxSize whatever the count: its readers are already being served.
+const MaxSpills = 64
+
 // errSpilled is the bypass a caller gets when the digest's fill in
 // flight does not fit in MaxSize: its bytes are not on disk for a new
 // reader to start from, so the caller serves it from upstream itself.
@@ -28,6 +35,11 @@ func (c *Cache) reserve(f *fill, size int64) error {
 	}
 	c.mu.Lock()
 	if size > c.maxSize-c.reserved {
+		if c.spills >= MaxSpills {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %d bytes do not fit in max_size, and %d fills that do not fit are served already",
+				ErrBypass, size, MaxSpills)
+		}
 		c.spillLocked(f, size)
 		c.mu.Unlock()
 		return nil
@@ -79,7 +91,8 @@ func (c *Cache) roomFor(f *fill, n int64) bool {
 // spillLocked marks f as one that does not fit: not stored, its next
 // bytes kept in memory, no new reader joins it. Called with c.mu held.
 func (c *Cache) spillLocked(f *fill, size int64) {
-	f.noStore = true
+	f.noStore, f.spillSlot = true, true
+	c.spills++
 	f.mu.Lock()
 	f.spilled, f.diskLen = true, f.written
 	f.mu.Unlock()

@@ -153,12 +153,56 @@ func TestSpilledFillStopsWithoutReaders(t *testing.T) {
 	if !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("upstream write after the last reader left: %v, want the body closed", err)
 	}
-	select {
-	case <-stored:
-	case <-time.After(spillLimit):
-		t.Fatal("the fill did not end")
-	}
+	awaitSignal(t, stored, "the fill's end")
 	if s := c.Stats(); s.Fills != 0 || s.Entries != 0 {
 		t.Errorf("Stats %+v, want no fill and nothing stored", s)
+	}
+}
+
+// TestSpillsBeyondMaxSpillsBypass: MaxSpills fills that do not fit in
+// max_size are served from memory at once; one more is not filled, its
+// caller told to bypass (each spill holds up to SpillWindow of memory, so
+// their number is what bounds it). When one ends, the next spills again.
+func TestSpillsBeyondMaxSpillsBypass(t *testing.T) {
+	c, err := Open(Config{Route: "registry", Dir: t.TempDir(), MaxSize: 1 << 10, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	stored, onStore := signals(MaxSpills + 2)
+	c.hooks = hooks{stored: onStore}
+	var entries []*Entry
+	var writers []*io.PipeWriter
+	for i := range MaxSpills {
+		pr, pw := io.Pipe()
+		t.Cleanup(func() { pw.Close() })
+		u := &upstream{b: newBlob(2<<10, uint64(200+i)), body: func() io.ReadCloser { return pr }}
+		e, err := c.Fill(t.Context(), u.b.digest, u.fetch)
+		if err != nil {
+			t.Fatalf("spill %d: %v", i, err)
+		}
+		t.Cleanup(func() { e.Close() })
+		entries, writers = append(entries, e), append(writers, pw)
+	}
+	one := &upstream{b: newBlob(2<<10, 300)}
+	if _, err := c.Fill(t.Context(), one.b.digest, one.fetch); !errors.Is(err, ErrBypass) {
+		t.Fatalf("fill beyond MaxSpills spills: %v, want ErrBypass", err)
+	}
+	awaitSignal(t, stored, "the end of the fill beyond MaxSpills")
+	writers[0].Close()
+	if _, err := readAll(entries[0]); err == nil {
+		t.Fatal("a spilled fill cut short read to its end")
+	}
+	awaitSignal(t, stored, "the end of the first spill") // a slot is free
+	fillAndRead(t, c, one)
+}
+
+// awaitSignal receives one signal from ch, or fails the test at spillLimit.
+func awaitSignal(t *testing.T, ch <-chan string, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(spillLimit):
+		t.Fatalf("%s: not in %s", what, spillLimit)
 	}
 }
