@@ -97,8 +97,9 @@ type fill struct {
 // spills: it is not stored, writes nothing more to disk, and keeps its
 // next bytes in memory for the readers it has (at most SpillWindow, so
 // the upstream waits for the slowest of them, and drops one that holds
-// the window full for FillIdleTimeout); a caller arriving then gets
-// ErrBypass.
+// the window full for FillIdleTimeout); a caller arriving joins it while
+// the window still holds all it spilled, and gets ErrBypass once it
+// dropped bytes.
 func (c *Cache) Fill(ctx context.Context, dgst string, fetch FetchFunc) (*Entry, error) {
 	d, err := parseDigest(dgst)
 	if err != nil {
@@ -133,8 +134,8 @@ func (c *Cache) joinOrStart(ctx context.Context, d digest, fetch FetchFunc) (_ *
 		return nil, true, nil
 	}
 	f := c.fills[d.hex]
-	if f != nil && f.isSpilled() {
-		return nil, false, errSpilled // its first bytes are gone: no reader can start it
+	if f != nil && !f.joinable() {
+		return nil, false, errSpilled // bytes it spilled are gone: a new reader cannot have them
 	}
 	if f == nil || f.failed() { // a failed fill is on its way out: start anew
 		var err error

@@ -20,8 +20,9 @@ const SpillWindow = 4 * fillBufferSize
 const MaxSpills = 64
 
 // errSpilled is the bypass a caller gets when the digest's fill in
-// flight does not fit in MaxSize: its bytes are not on disk for a new
-// reader to start from, so the caller serves it from upstream itself.
+// flight does not fit in MaxSize and has dropped bytes from its window:
+// a new reader could not have them, so the caller serves it from
+// upstream itself.
 var errSpilled = fmt.Errorf("%w: the content's fill in flight does not fit in max_size", ErrBypass)
 
 // reserve counts a fill of known size against MaxSize, with the other
@@ -99,6 +100,14 @@ func (c *Cache) spillLocked(f *fill, size int64) {
 	c.log.Info("content does not fit in max_size: served to the readers of its fill, not stored",
 		"route", c.cfg.Route, "digest", f.d.String(), "size", size, "written", f.diskLen,
 		"max_size", c.maxSize, "reserved", c.reserved)
+}
+
+// joinable reports whether a new reader can read f from its start: it
+// has not spilled, or its window still holds every byte past the disk.
+func (f *fill) joinable() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.spilled || f.written-int64(len(f.win)) == f.diskLen
 }
 
 func (f *fill) isSpilled() bool {

@@ -206,3 +206,44 @@ func awaitSignal(t *testing.T, ch <-chan string, what string) {
 		t.Fatalf("%s: not in %s", what, spillLimit)
 	}
 }
+
+// TestSpilledFillJoinedUntilItDropsBytes: a caller of a digest whose fill
+// does not fit in max_size joins it while its window still holds every
+// byte it received (one fetch for the nodes that ask at the same moment),
+// and is told to bypass once the fill dropped bytes it could not have.
+func TestSpilledFillJoinedUntilItDropsBytes(t *testing.T) {
+	c := openSpill(t, -1)
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	u := &upstream{b: newBlob(3*SpillWindow, 43), body: func() io.ReadCloser { return pr }}
+	first, err := c.Fill(t.Context(), u.b.digest, u.fetch) // answered: the fill has spilled
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Fill(t.Context(), u.b.digest, u.fetch)
+	if err != nil {
+		t.Fatalf("Fill of a spilled fill that dropped nothing: %v, want it joined", err)
+	}
+	got := make(chan reader, 2)
+	for _, e := range []*Entry{first, second} {
+		go func() {
+			data, err := readAll(e)
+			got <- reader{data: data, err: err}
+		}()
+	}
+	if _, err := pw.Write(u.b.data); err != nil { // read by the fill: at most a window is left
+		t.Fatal(err)
+	}
+	if _, err := c.Fill(t.Context(), u.b.digest, u.fetch); !errors.Is(err, ErrBypass) {
+		t.Errorf("Fill of a spilled fill that dropped bytes: %v, want ErrBypass", err)
+	}
+	pw.Close()
+	for i := range 2 {
+		if r := result(t, got, "reader"); r.err != nil || !bytes.Equal(r.data, u.b.data) {
+			t.Errorf("reader %d: %d bytes, err %v; want the blob's %d", i, len(r.data), r.err, len(u.b.data))
+		}
+	}
+	if n := u.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches, want 1", n)
+	}
+}
