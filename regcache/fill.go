@@ -134,9 +134,6 @@ func (c *Cache) joinOrStart(ctx context.Context, d digest, fetch FetchFunc) (_ *
 		return nil, true, nil
 	}
 	f := c.fills[d.hex]
-	if f != nil && !f.joinable() {
-		return nil, false, errSpilled // bytes it spilled are gone: a new reader cannot have them
-	}
 	if f == nil || f.failed() { // a failed fill is on its way out: start anew
 		var err error
 		if f, err = c.startLocked(ctx, d, fetch); err != nil {

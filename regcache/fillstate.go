@@ -171,8 +171,10 @@ func (c *Cache) installLocked(f *fill, metaTmp string) error {
 	return nil
 }
 
-// join opens a reader of the fill. Called with Cache.mu held, while the
-// fill is in Cache.fills, so its file is still there.
+// join opens a reader of the fill, or returns errSpilled when the fill
+// spilled and a new reader could not read it from its start (joinable).
+// Called with Cache.mu held, while the fill is in Cache.fills, so its
+// file is still there.
 func (f *fill) join(ctx context.Context) (*Entry, error) {
 	r, err := os.Open(f.path)
 	if err != nil {
@@ -180,7 +182,14 @@ func (f *fill) join(ctx context.Context) (*Entry, error) {
 	}
 	e := &Entry{c: f.c, d: f.d, f: r, fill: f, ctx: ctx, size: -1, closed: make(chan struct{})}
 	f.mu.Lock()
-	f.readers[e] = 0
+	ok := f.joinableLocked()
+	if ok {
+		f.readers[e] = 0
+	}
 	f.mu.Unlock()
+	if !ok {
+		r.Close()
+		return nil, errSpilled
+	}
 	return e, nil
 }

@@ -90,7 +90,8 @@ func (c *Cache) roomFor(f *fill, n int64) bool {
 }
 
 // spillLocked marks f as one that does not fit: not stored, its next
-// bytes kept in memory, no new reader joins it. Called with c.mu held.
+// bytes kept in memory, new readers joining only while none of them was
+// dropped (joinableLocked). Called with c.mu held.
 func (c *Cache) spillLocked(f *fill, size int64) {
 	f.noStore, f.spillSlot = true, true
 	c.spills++
@@ -102,12 +103,12 @@ func (c *Cache) spillLocked(f *fill, size int64) {
 		"max_size", c.maxSize, "reserved", c.reserved)
 }
 
-// joinable reports whether a new reader can read f from its start: it
-// has not spilled, or its window still holds every byte past the disk.
-func (f *fill) joinable() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return !f.spilled || f.written-int64(len(f.win)) == f.diskLen
+// joinableLocked reports whether a new reader can read f from its start:
+// it has not spilled, or its window still holds every byte past the disk
+// and it still has a reader (without one it is stopping, errNoReaders).
+// Called with f.mu held.
+func (f *fill) joinableLocked() bool {
+	return !f.spilled || (f.written-int64(len(f.win)) == f.diskLen && len(f.readers) > 0)
 }
 
 func (f *fill) isSpilled() bool {
