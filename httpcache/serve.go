@@ -13,10 +13,14 @@ import (
 )
 
 // serveEntry answers r from e: the whole content or the ranges asked
-// (http.ServeContent), with Content-Type (the registry's HEAD answer's
+// (http.ServeContent; more than MaxRanges, or ranges out of order, get
+// the whole content), with Content-Type (the registry's HEAD answer's
 // when it has one, else the stored one) and Docker-Content-Digest. A
 // read that fails (a fill that broke, a disk error) aborts the response:
-// the node never sees a short success.
+// the node never sees a short success. Served from a fill in flight, the
+// response's last HeldTail bytes wait for the fill's digest check, and a
+// failed check aborts it: the node never gets a complete response of
+// bytes that do not match their digest.
 func (c *Cache) serveEntry(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, e *regcache.Entry, head http.Header) {
 	defer e.Close()
 	h := w.Header()
@@ -24,13 +28,21 @@ func (c *Cache) serveEntry(w http.ResponseWriter, r *http.Request, req httpbridg
 	h.Set("Docker-Content-Digest", e.Digest())
 	h.Set("Etag", `"`+e.Digest()+`"`)
 	rd := &checkedReader{e: e, ctx: r.Context()}
+	var held *tailWriter
+	if !e.Stored() {
+		held = newTailWriter(w)
+		w = held
+	}
 	if e.Size() < 0 {
 		c.stream(w, r, rd) // a fill of unknown length: no ranges until it is stored
 	} else {
-		http.ServeContent(w, r, "", time.Time{}, rd)
+		http.ServeContent(w, withoutRanges(r, e.Size()), "", time.Time{}, rd)
 	}
-	if !e.Stored() && rd.err == nil && r.Context().Err() == nil {
+	if held != nil && rd.err == nil && r.Context().Err() == nil {
 		rd.note(awaitVerified(e))
+		if rd.err == nil {
+			_ = held.release() // a node gone meanwhile is net/http's to see
+		}
 	}
 	if rd.err != nil {
 		req.Fail(fmt.Errorf("cache: %s: %w", e.Digest(), rd.err), true)

@@ -2,6 +2,7 @@ package httpcache
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -181,6 +182,7 @@ type worldOpts struct {
 	// redirectRoots, when set, are the roots trusted on redirects (the
 	// bridge's RedirectRoots).
 	redirectRoots bool
+	maxSize       int64 // the store's MaxSize; 0: 1 GiB
 }
 
 func newWorld(tb testing.TB, o worldOpts) *world {
@@ -195,7 +197,7 @@ func newWorld(tb testing.TB, o worldOpts) *world {
 	}
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w.up = w.startRegistry(tb)
-	w.store = w.openStore(tb, logger)
+	w.store = w.openStore(tb, logger, cmp.Or(o.maxSize, 1<<30))
 	w.startGateway(tb, logger, o)
 	return w
 }
@@ -233,9 +235,9 @@ func (w *world) startRegistry(tb testing.TB) *fakeRegistry {
 	return f
 }
 
-func (w *world) openStore(tb testing.TB, logger *slog.Logger) *regcache.Cache {
+func (w *world) openStore(tb testing.TB, logger *slog.Logger, maxSize int64) *regcache.Cache {
 	tb.Helper()
-	c, err := regcache.Open(regcache.Config{Route: "registry", Dir: w.dir, MaxSize: 1 << 30, Logger: logger})
+	c, err := regcache.Open(regcache.Config{Route: "registry", Dir: w.dir, MaxSize: maxSize, Logger: logger})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -59,6 +59,7 @@ type Cache struct {
 	idx         index
 	fills       map[string]*fill // in flight, by digest
 	reserved    int64            // announced sizes of fills in flight
+	spills      int              // fills in flight that spilled (spill.go)
 	maxSize     int64
 	closed      bool
 	unavailable error // why the directory could not be opened, nil when fine

@@ -30,7 +30,8 @@
 // reader); a fill is stored under its final name only when complete and
 // verified, so a crash leaves nothing that is served; least recently
 // used content is removed beyond MaxSize without breaking readers that
-// have it open.
+// have it open, and fills in flight count against it too: one that does
+// not fit is served to its readers from memory and not kept.
 //
 // Ownership: the caller owns the *Cache and closes it; every Entry from
 // Get or Fill is the caller's to Close (an Entry stays readable after

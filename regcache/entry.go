@@ -26,6 +26,7 @@ type Entry struct {
 	size   int64
 	ctx    context.Context // bounds the waits for a fill's bytes
 	off    int64           // Read and Seek's offset
+	behind bool            // dropped by a fill that spilled; guarded by fill.mu
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -44,7 +45,7 @@ func (e *Entry) awaitStart(ctx context.Context) (*Entry, error) {
 		e.Close()
 		return nil, ctx.Err()
 	}
-	if _, _, err, _ := e.fill.state(); err != nil {
+	if err := e.fill.state().err; err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -65,8 +66,8 @@ func (e *Entry) Size() int64 {
 	if e.size >= 0 || e.fill == nil {
 		return e.size
 	}
-	if n, done, _, _ := e.fill.state(); done {
-		return n
+	if st := e.fill.state(); st.done {
+		return st.written
 	}
 	return -1
 }
@@ -88,7 +89,10 @@ func (e *Entry) Read(p []byte) (int, error) {
 }
 
 // ReadAt reads len(p) bytes at off (waiting for a fill's bytes), or fewer
-// with an error (io.EOF at the end).
+// with an error (io.EOF at the end). In a fill larger than MaxSize, whose
+// bytes past the disk are kept in memory only until every reader read
+// past them, a Read or ReadAt before the offset of the reader's previous
+// read may fail.
 func (e *Entry) ReadAt(p []byte, off int64) (int, error) {
 	return e.readAt(p, off, true)
 }
@@ -125,6 +129,9 @@ func (e *Entry) Close() error {
 	e.closeOnce.Do(func() {
 		close(e.closed)
 		err = e.f.Close()
+		if e.fill != nil {
+			e.fill.leave(e)
+		}
 	})
 	if errors.Is(err, ErrClosed) {
 		return nil
@@ -138,32 +145,46 @@ func (e *Entry) readAt(p []byte, off int64, full bool) (int, error) {
 	if e.fill == nil {
 		return e.readStored(p, off)
 	}
+	e.fill.moved(e, off)
 	n := 0
 	for n < len(p) {
-		written, done, err, wake := e.fill.state()
-		if err != nil {
-			return n, err
+		st := e.fill.state()
+		if st.err != nil {
+			return n, st.err
 		}
 		at := off + int64(n)
-		if avail := written - at; avail > 0 {
-			m, err := e.f.ReadAt(p[n:n+int(min(avail, int64(len(p)-n)))], at)
+		if avail := st.written - at; avail > 0 {
+			m, err := e.readFill(p[n:n+int(min(avail, int64(len(p)-n)))], at, st.fileEnd)
 			n += m
 			if err != nil {
-				return n, e.c.fault("read "+e.fill.path, fmt.Errorf("%w (a fill's written bytes)", err))
+				return n, err
 			}
 			if !full {
 				return n, nil
 			}
 			continue
 		}
-		if done {
+		if st.done {
 			return n, io.EOF
 		}
-		if err := e.await(wake); err != nil {
+		if err := e.await(st.wake); err != nil {
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// readFill reads written bytes of the fill at off: from the file below
+// fileEnd, else from the window of a fill that spilled.
+func (e *Entry) readFill(p []byte, off, fileEnd int64) (int, error) {
+	if off >= fileEnd {
+		return e.fill.readWindow(e, p, off)
+	}
+	m, err := e.f.ReadAt(p[:min(int64(len(p)), fileEnd-off)], off)
+	if err != nil {
+		return m, e.c.fault("read "+e.fill.path, fmt.Errorf("%w (a fill's written bytes)", err))
+	}
+	return m, nil
 }
 
 // await waits for the fill's next change, the Entry's Close or its

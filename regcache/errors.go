@@ -7,10 +7,12 @@ import (
 
 // ErrBypass is matched (errors.Is) by every error that means "the cache
 // cannot help with this request, serve it from upstream": the directory is
-// unwritable, the disk is full, or a file could not be read or written.
-// Returned before the first byte of an Entry it means the caller should
-// fetch from upstream itself; from a Read of a filling Entry it means the
-// fill broke (the response must fail, never look complete). Each one is
+// unwritable, the disk is full, or a file could not be read or written;
+// or the content does not fit in MaxSize while a fill of it is in flight
+// (or while MaxSpills others that do not fit are). Returned before the
+// first byte of an Entry it means the caller should fetch from upstream
+// itself; from a Read of a filling Entry it means the fill broke (the
+// response must fail, never look complete). Each failure of the disk is
 // counted in snigate_cache_errors_total and logged at Error, at most every
 // faultLogEvery per reason.
 var ErrBypass = errors.New("regcache: cache unavailable, bypass it")

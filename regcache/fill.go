@@ -32,7 +32,8 @@ type Fetched struct {
 	Header http.Header
 	// Size is the announced length (Content-Length); -1: not known. A
 	// known size reserves the disk space before the first byte is served
-	// and must match the body.
+	// (or, when it does not fit in MaxSize, none: see Fill) and must match
+	// the body.
 	Size int64
 }
 
@@ -51,14 +52,23 @@ type fill struct {
 	size   int64
 
 	// Guarded by Cache.mu.
-	noStore  bool  // purged, or larger than MaxSize: readers only
-	reserved int64 // counted in Cache.reserved
+	noStore   bool  // purged, or spilled: readers only
+	reserved  int64 // counted in Cache.reserved
+	spillSlot bool  // counted in Cache.spills
 
 	mu      sync.Mutex
 	written int64
 	done    bool          // every byte written and verified
 	err     error         // the fill failed
 	wake    chan struct{} // closed and replaced on every change
+	// spilled: the fill does not fit in MaxSize (spill.go). The file holds
+	// the first diskLen bytes; win, the bytes [written-len(win), written),
+	// kept for the readers, whose next offsets are in readers.
+	spilled bool
+	diskLen int64
+	win     []byte
+	readers map[*Entry]int64
+	room    chan struct{} // a reader moved on or left (buffered 1)
 }
 
 // Fill returns digest's content: stored (as Get), or being filled (the
@@ -68,7 +78,8 @@ type fill struct {
 // follow the bytes as they arrive and written to disk, or with the error:
 //
 //   - errors.Is(err, ErrBypass): the cache cannot help (unwritable
-//     directory, full disk...), serve the request from upstream;
+//     directory, full disk, the digest's fill in flight does not fit in
+//     MaxSize...), serve the request from upstream;
 //   - errors.Is(err, ErrFillFailed): the fetch failed (its own error is
 //     wrapped too, for errors.As) or the fill broke before this caller
 //     joined.
@@ -78,6 +89,17 @@ type fill struct {
 // error matching ErrFillFailed (never io.EOF: a download that ends early
 // never looks complete), and stores nothing. ctx bounds the caller's own
 // waits and reads, not the fill. The caller closes the Entry.
+//
+// Fills in flight count against MaxSize with the stored content: a fill
+// of known size reserves it (evicting least recently used content), one
+// of unknown length reserves as it grows. A fill that does not fit (its
+// size beside the other fills, or an unknown length growing past them)
+// spills: it is not stored, writes nothing more to disk, and keeps its
+// next bytes in memory for the readers it has (at most SpillWindow, so
+// the upstream waits for the slowest of them, and drops one that holds
+// the window full for FillIdleTimeout); a caller arriving joins it while
+// the window still holds all it spilled, and gets ErrBypass once it
+// dropped bytes.
 func (c *Cache) Fill(ctx context.Context, dgst string, fetch FetchFunc) (*Entry, error) {
 	d, err := parseDigest(dgst)
 	if err != nil {
@@ -133,7 +155,7 @@ func (c *Cache) startLocked(ctx context.Context, d digest, fetch FetchFunc) (*fi
 		return nil, c.fault("create a file in "+c.tmpDir(), err)
 	}
 	f := &fill{c: c, d: d, path: w.Name(), w: w, ready: make(chan struct{}),
-		size: -1, wake: make(chan struct{})}
+		size: -1, wake: make(chan struct{}), readers: map[*Entry]int64{}, room: make(chan struct{}, 1)}
 	c.fills[d.hex] = f
 	fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
@@ -187,37 +209,6 @@ func (f *fill) transfer(ctx context.Context, cancel context.CancelCauseFunc, fet
 	return f.check(h)
 }
 
-// reserve counts a known size against MaxSize (content larger than it is
-// served but not stored) and allocates the disk space, freeing stored
-// content once if the disk is full.
-func (c *Cache) reserve(f *fill, size int64) error {
-	if size <= 0 {
-		return nil // unknown, or nothing to allocate (fallocate refuses 0)
-	}
-	c.mu.Lock()
-	if size > c.maxSize {
-		f.noStore = true
-	} else {
-		f.reserved = size
-		c.reserved += size
-		c.evictLocked()
-	}
-	c.mu.Unlock()
-	err := allocate(f.w, size)
-	if err != nil && faultReason(err) == reasonNoSpace {
-		c.mu.Lock()
-		freed := c.makeRoomLocked(size)
-		c.mu.Unlock()
-		if freed {
-			err = allocate(f.w, size)
-		}
-	}
-	if err != nil {
-		return c.fault(fmt.Sprintf("allocate %d bytes for %s", size, f.d), err)
-	}
-	return nil
-}
-
 // copyBody copies the body into the file, hashing it, and fails when no
 // byte arrives for FillIdleTimeout.
 func (f *fill) copyBody(ctx context.Context, cancel context.CancelCauseFunc, body io.Reader) (hash.Hash, error) {
@@ -232,7 +223,7 @@ func (f *fill) copyBody(ctx context.Context, cancel context.CancelCauseFunc, bod
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
-			if werr := f.write(h, buf[:n]); werr != nil {
+			if werr := f.write(ctx, h, buf[:n]); werr != nil {
 				return nil, werr
 			}
 		}
@@ -248,18 +239,25 @@ func (f *fill) copyBody(ctx context.Context, cancel context.CancelCauseFunc, bod
 	}
 }
 
-// write appends p to the file and the hash, and wakes the readers.
-func (f *fill) write(h hash.Hash, p []byte) error {
+// write appends p to the file, or to the window of a fill that does not
+// fit in MaxSize, and to the hash, and wakes the readers.
+func (f *fill) write(ctx context.Context, h hash.Hash, p []byte) error {
 	f.c.counts.upstreamBytes.Add(int64(len(p)))
 	addCounter(f.c.m.upstreamBytes, float64(len(p)))
-	if _, err := f.w.Write(p); err != nil {
-		return f.c.fault("write "+f.path, err)
-	}
 	h.Write(p)
+	if f.c.roomFor(f, int64(len(p))) {
+		if _, err := f.w.Write(p); err != nil {
+			return f.c.fault("write "+f.path, err)
+		}
+		f.mu.Lock()
+		f.written += int64(len(p))
+		f.wakeLocked()
+		f.mu.Unlock()
+	} else if err := f.keep(ctx, p); err != nil {
+		return err
+	}
 	f.mu.Lock()
-	f.written += int64(len(p))
 	over := f.size >= 0 && f.written > f.size
-	f.wakeLocked()
 	f.mu.Unlock()
 	if over {
 		return fmt.Errorf("%w: the upstream sent more than the %d bytes it announced", ErrDigestMismatch, f.size)
@@ -281,7 +279,9 @@ func (f *fill) check(h hash.Hash) error {
 	return nil
 }
 
-// idleReader restarts its timer whenever a read returns bytes.
+// idleReader runs its timer while a read waits for the upstream: the
+// time the fill spends writing, or waiting for its readers (spill.go),
+// is not the upstream's.
 type idleReader struct {
 	r    io.Reader
 	t    *time.Timer
@@ -289,9 +289,8 @@ type idleReader struct {
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
+	r.t.Reset(r.idle)
 	n, err := r.r.Read(p)
-	if n > 0 {
-		r.t.Reset(r.idle)
-	}
+	r.t.Stop()
 	return n, err
 }

@@ -33,12 +33,24 @@ func (f *fill) wakeLocked() {
 	f.wake = make(chan struct{})
 }
 
-// state is what a reader needs: the bytes written, whether they are all
-// there and verified, the failure, and a channel closed on the next change.
-func (f *fill) state() (written int64, done bool, err error, wake <-chan struct{}) {
+// fillState is what a reader needs: the bytes written (those below
+// fileEnd are in the file), whether they are all there and verified, the
+// failure, and a channel closed on the next change.
+type fillState struct {
+	written, fileEnd int64
+	done             bool
+	err              error
+	wake             <-chan struct{}
+}
+
+func (f *fill) state() fillState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.written, f.done, f.err, f.wake
+	st := fillState{written: f.written, fileEnd: f.written, done: f.done, err: f.err, wake: f.wake}
+	if f.spilled {
+		st.fileEnd = f.diskLen
+	}
+	return st
 }
 
 // failed reports whether the fill has failed.
@@ -57,6 +69,10 @@ func (c *Cache) forgetLocked(f *fill) {
 	}
 	c.reserved -= f.reserved
 	f.reserved = 0
+	if f.spillSlot {
+		c.spills--
+		f.spillSlot = false
+	}
 }
 
 // abandon ends a failed fill: every reader fails, nothing is stored.
@@ -155,12 +171,25 @@ func (c *Cache) installLocked(f *fill, metaTmp string) error {
 	return nil
 }
 
-// join opens a reader of the fill. Called with Cache.mu held, while the
-// fill is in Cache.fills, so its file is still there.
+// join opens a reader of the fill, or returns errSpilled when the fill
+// spilled and a new reader could not read it from its start (joinable).
+// Called with Cache.mu held, while the fill is in Cache.fills, so its
+// file is still there.
 func (f *fill) join(ctx context.Context) (*Entry, error) {
 	r, err := os.Open(f.path)
 	if err != nil {
 		return nil, f.c.fault("open "+f.path, err)
 	}
-	return &Entry{c: f.c, d: f.d, f: r, fill: f, ctx: ctx, size: -1, closed: make(chan struct{})}, nil
+	e := &Entry{c: f.c, d: f.d, f: r, fill: f, ctx: ctx, size: -1, closed: make(chan struct{})}
+	f.mu.Lock()
+	ok := f.joinableLocked()
+	if ok {
+		f.readers[e] = 0
+	}
+	f.mu.Unlock()
+	if !ok {
+		r.Close()
+		return nil, errSpilled
+	}
+	return e, nil
 }
