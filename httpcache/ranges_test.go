@@ -22,9 +22,10 @@ func manyRanges(n int) string {
 }
 
 // TestAbusiveRangesGetWholeContent: a Range header of more than MaxRanges
-// ranges (20,000 here), or of ranges out of order or overlapping, is
-// answered 200 with the whole content, once; up to MaxRanges ranges in
-// order get their multipart 206. The bug: 60,000 ranges gave an 8.5 MB
+// ranges (5,000 here, within the bridge's 64 KiB header bound), or of
+// ranges out of order or overlapping, is answered 200 with the whole
+// content, once; up to MaxRanges ranges in order get their multipart 206;
+// a header of 60,000 ranges is beyond the header bound (431). The bug: 60,000 ranges gave an 8.5 MB
 // answer of 60,000 parts (35 times the blob) and 0.9s of CPU.
 func TestAbusiveRangesGetWholeContent(t *testing.T) {
 	w := newWorld(t, worldOpts{})
@@ -35,8 +36,9 @@ func TestAbusiveRangesGetWholeContent(t *testing.T) {
 		name, proto, rng string
 		status           int
 	}{
-		{name: "20000 ranges http/1.1", proto: "http/1.1", rng: manyRanges(20000), status: http.StatusOK},
-		{name: "20000 ranges h2", proto: "h2", rng: manyRanges(20000), status: http.StatusOK},
+		{name: "5000 ranges http/1.1", proto: "http/1.1", rng: manyRanges(5000), status: http.StatusOK},
+		{name: "5000 ranges h2", proto: "h2", rng: manyRanges(5000), status: http.StatusOK},
+		{name: "60000 ranges http/1.1", proto: "http/1.1", rng: manyRanges(60000), status: http.StatusRequestHeaderFieldsTooLarge},
 		{name: "one more than MaxRanges", proto: "h2", rng: manyRanges(MaxRanges + 1), status: http.StatusOK},
 		{name: "MaxRanges in order", proto: "h2", rng: manyRanges(MaxRanges), status: http.StatusPartialContent},
 		{name: "overlapping", proto: "h2", rng: "bytes=0-99,50-149", status: http.StatusOK},
@@ -55,6 +57,9 @@ func TestAbusiveRangesGetWholeContent(t *testing.T) {
 			}
 			if status == http.StatusOK && !bytes.Equal(body, content) {
 				t.Errorf("200 of %d bytes, want the whole content (%d)", len(body), len(content))
+			}
+			if status == http.StatusRequestHeaderFieldsTooLarge {
+				return
 			}
 			if status == http.StatusPartialContent && !strings.HasPrefix(h.Get("Content-Type"), "multipart/byteranges") {
 				t.Errorf("206 with Content-Type %q, want multipart/byteranges", h.Get("Content-Type"))
