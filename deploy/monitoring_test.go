@@ -51,6 +51,7 @@ var knownMetrics = map[string][]string{
 	"snigate_certificate_reloads_total":                    {"route", "role"},
 	"snigate_certificate_mints_total":                      {"route", "result"},
 	"snigate_admin_requests_total":                         {"handler", "code"},
+	"snigate_admin_connections_shed_total":                 {"reason"},
 	"snigate_admin_state_changes_total":                    {"route", "state"},
 	"snigate_config_last_reload_successful":                {},
 	"snigate_config_last_reload_success_timestamp_seconds": {},
