@@ -179,7 +179,7 @@ func TestNewErrors(t *testing.T) {
 func TestDrainClosesSilentConnection(t *testing.T) {
 	p := newTestPKI(t)
 	up, _ := echoUpstream(t, p)
-	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{ReadHeaderTimeout: time.Hour}})
+	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{ReadHeaderTimeout: time.Hour}, noFirstRequest: true})
 	c, err := tls.Dial("tcp", w.addr, &tls.Config{RootCAs: p.ca.Pool(), ServerName: registryName, NextProtos: []string{"http/1.1"},
 		MaxVersion: tls.VersionTLS12}) // the server's handshake ends before the client's
 	if err != nil {
