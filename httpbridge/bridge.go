@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2"
 
@@ -28,7 +29,10 @@ type Bridge struct {
 	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
 	warn   warnLimiter
 
-	eventFunc func(*nodeConn, connEvent) // tests: called at points of each connection's life
+	// Tests only: eventFunc is called at points of each connection's life;
+	// idleTimerFunc starts the idle timers instead of time.AfterFunc.
+	eventFunc     func(*nodeConn, connEvent)
+	idleTimerFunc func(time.Duration, func()) *time.Timer
 
 	mu     sync.Mutex
 	conns  map[*nodeConn]struct{}
@@ -65,7 +69,7 @@ func (b *Bridge) NextProtos() []string { return []string{"h2", "http/1.1"} }
 // by the upstream, ErrBridgeClient for a failed read from the node.
 func (b *Bridge) ServeBridge(ctx context.Context, c *sni.BridgeConn) error {
 	nc := newNodeConn(c, b.log)
-	nc.eventFunc = b.eventFunc
+	nc.eventFunc, nc.timerFunc = b.eventFunc, b.idleTimerFunc
 	if !b.track(nc) {
 		nc.retire() // a bridge already replaced: one exchange, then close
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"testing"
@@ -126,4 +127,49 @@ func TestLateH2ConnectionClosesAfterAnswer(t *testing.T) {
 		t.Fatalf("late connection: %d, want 200", resp.StatusCode)
 	}
 	w.logs.wait(t, "msg=connection", "result=ok")
+}
+
+// handTimers starts idle timers that only the test fires: each arming's
+// function is sent on armed (buffered), and its timer never fires.
+func handTimers(armed chan<- func()) func(time.Duration, func()) *time.Timer {
+	return func(_ time.Duration, f func()) *time.Timer {
+		armed <- f
+		return time.AfterFunc(math.MaxInt64, func() {})
+	}
+}
+
+// getOn sends GET /v2/ on the node connection c and reads the answer.
+func getOn(t *testing.T, c io.Writer, br *bufio.Reader) *http.Response {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET /v2/ HTTP/1.1\r\nHost: "+registryName+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer on the connection: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// TestStaleIdleFiringKeepsConnection: an idle timer that fires as a
+// request begins, and gets to act only once that request has ended, does
+// not end the connection as idle: the next request is answered on it and
+// keeps it alive.
+func TestStaleIdleFiringKeepsConnection(t *testing.T) {
+	p := newTestPKI(t)
+	up, _ := echoUpstream(t, p)
+	armed := make(chan func(), 16)
+	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, idleTimers: handTimers(armed)})
+	c := dialNode(t, w, "http/1.1")
+	br := bufio.NewReader(c)
+	if resp := getOn(t, c, br); resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("first answer %d close=%v", resp.StatusCode, resp.Close)
+	}
+	stale := <-armed // armed as the connection began, before the first request
+	stale()
+	if resp := getOn(t, c, br); resp.StatusCode != 200 || resp.Close {
+		t.Errorf("answer after the stale firing: %d close=%v, want 200 and the connection kept", resp.StatusCode, resp.Close)
+	}
 }

@@ -29,13 +29,14 @@ type nodeConn struct {
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
-	readErr   atomic.Pointer[error]  // the last read error
-	guard     *resetGuard            // HTTP/2: counts the node's stream resets; nil for HTTP/1.1
-	flooded   atomic.Pointer[string] // the guard's counts once it ended the connection
-	allDone   chan struct{}          // closed by the last end after finish
-	heard     atomic.Bool            // a byte arrived from the node
-	armOnRead atomic.Pointer[func()] // HTTP/2: the drain to arm at the server's first read
-	eventFunc func(*nodeConn, connEvent)
+	readErr   atomic.Pointer[error]                   // the last read error
+	guard     *resetGuard                             // HTTP/2: counts the node's stream resets; nil for HTTP/1.1
+	flooded   atomic.Pointer[string]                  // the guard's counts once it ended the connection
+	allDone   chan struct{}                           // closed by the last end after finish
+	heard     atomic.Bool                             // a byte arrived from the node
+	armOnRead atomic.Pointer[func()]                  // HTTP/2: the drain to arm at the server's first read
+	eventFunc func(*nodeConn, connEvent)              // tests: Bridge.eventFunc
+	timerFunc func(time.Duration, func()) *time.Timer // tests: Bridge.idleTimerFunc; nil: time.AfterFunc
 
 	mu       sync.Mutex
 	active   int         // requests in flight
@@ -176,7 +177,11 @@ func (c *nodeConn) armAtRead(fn func()) { c.armOnRead.Store(&fn) }
 func (c *nodeConn) armIdleLocked() {
 	c.idleGen++
 	gen := c.idleGen
-	c.idle = time.AfterFunc(c.IdleTimeout, func() { c.onIdle(gen) })
+	after := c.timerFunc
+	if after == nil {
+		after = time.AfterFunc
+	}
+	c.idle = after(c.IdleTimeout, func() { c.onIdle(gen) })
 }
 
 // stopIdleLocked stops the idle timer, also a firing already under way.
@@ -306,13 +311,6 @@ func (c *nodeConn) act(a drainAction, why string) {
 	case drainServer:
 		c.drainFn()
 	}
-}
-
-// isDraining reports whether the connection closes at the next boundary.
-func (c *nodeConn) isDraining() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.draining
 }
 
 // watch drains the connection when the gateway drains and closes it when

@@ -140,7 +140,8 @@ type worldOpts struct {
 	// noFirstRequest lifts the gateway's timeouts.first_request, so that
 	// only what a test looks at can close a silent connection.
 	noFirstRequest bool
-	events         func(*nodeConn, connEvent) // the bridge's eventFunc
+	events         func(*nodeConn, connEvent)              // the bridge's eventFunc
+	idleTimers     func(time.Duration, func()) *time.Timer // the bridge's idleTimerFunc
 }
 
 func newWorld(tb testing.TB, p *testPKI, o worldOpts) *world {
@@ -165,7 +166,7 @@ func newWorld(tb testing.TB, p *testPKI, o worldOpts) *world {
 	if w.bridge, err = New(cfg); err != nil {
 		tb.Fatal(err)
 	}
-	w.bridge.eventFunc = o.events
+	w.bridge.eventFunc, w.bridge.idleTimerFunc = o.events, o.idleTimers
 	tb.Cleanup(w.bridge.Close)
 	first := time.Duration(0)
 	if o.noFirstRequest {
