@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2"
 
@@ -27,6 +28,11 @@ type Bridge struct {
 	proxy  *httputil.ReverseProxy
 	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
 	warn   warnLimiter
+
+	// Tests only: eventFunc is called at points of each connection's life;
+	// idleTimerFunc starts the idle timers instead of time.AfterFunc.
+	eventFunc     func(*nodeConn, connEvent)
+	idleTimerFunc func(time.Duration, func()) *time.Timer
 
 	mu     sync.Mutex
 	conns  map[*nodeConn]struct{}
@@ -63,8 +69,9 @@ func (b *Bridge) NextProtos() []string { return []string{"h2", "http/1.1"} }
 // by the upstream, ErrBridgeClient for a failed read from the node.
 func (b *Bridge) ServeBridge(ctx context.Context, c *sni.BridgeConn) error {
 	nc := newNodeConn(c, b.log)
+	nc.eventFunc, nc.timerFunc = b.eventFunc, b.idleTimerFunc
 	if !b.track(nc) {
-		nc.draining = true // a bridge already replaced: one exchange, then close
+		nc.retire() // a bridge already replaced: one exchange, then close
 	}
 	defer b.untrack(nc)
 	ctx = context.WithValue(ctx, connKey{}, nc)
@@ -92,17 +99,7 @@ func (b *Bridge) serveH1(ctx context.Context, nc *nodeConn) {
 			close(finished)
 		}
 	}
-	drain := func() {
-		hs.SetKeepAlivesEnabled(false) // closes the connection if idle, else after the answer
-		if !nc.hasServed() {
-			_ = nc.Close() // connected and silent: nothing to finish
-		}
-	}
-	draining := nc.isDraining()
-	nc.startIdle(drain)
-	if draining {
-		hs.SetKeepAlivesEnabled(false)
-	}
+	nc.arm(func() { hs.SetKeepAlivesEnabled(false) }) // closes the connection if idle, else after the answer
 	_ = hs.Serve(&oneConnListener{c: nc})
 	<-finished
 }
@@ -117,11 +114,8 @@ func (b *Bridge) serveH2(ctx context.Context, nc *nodeConn) {
 		b.log.Error("http/2 server configuration", "route", b.cfg.Route, "err", err)
 		return
 	}
-	goaway := func() { _ = hs.Shutdown(ctx) } // runs the GOAWAY hook; tracks no connection, so returns at once
-	nc.startIdle(goaway)
-	if nc.isDraining() {
-		goaway()
-	}
+	// Shutdown runs the GOAWAY hook; it tracks no connection, so returns at once.
+	nc.armAtRead(func() { _ = hs.Shutdown(ctx) })
 	h2.ServeConn(nc, &http2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: b})
 }
 
@@ -169,11 +163,14 @@ func (b *Bridge) untrack(nc *nodeConn) {
 // not wait, and the bridge still serves what is in flight.
 func (b *Bridge) Close() {
 	b.mu.Lock()
-	b.closed = true
-	conns := make([]*nodeConn, 0, len(b.conns))
-	for nc := range b.conns {
-		conns = append(conns, nc)
+	var conns []*nodeConn
+	if !b.closed { // later connections were retired as they came
+		conns = make([]*nodeConn, 0, len(b.conns))
+		for nc := range b.conns {
+			conns = append(conns, nc)
+		}
 	}
+	b.closed = true
 	b.mu.Unlock()
 	for _, nc := range conns {
 		nc.drain("retired")

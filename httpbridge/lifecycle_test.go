@@ -3,8 +3,10 @@ package httpbridge
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -173,25 +175,31 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-// TestDrainClosesSilentConnection: a node connection that has sent no
-// request is closed when the gateway drains, instead of holding the drain
-// until its read header timeout.
+// TestDrainClosesSilentConnection: a node connection that has sent
+// nothing is closed when the gateway drains, instead of holding the drain
+// until a timeout (HTTP/1.1: the read header timeout; HTTP/2: x/net's
+// 10s wait for the preface, so the drain's deadline is below it).
 func TestDrainClosesSilentConnection(t *testing.T) {
-	p := newTestPKI(t)
-	up, _ := echoUpstream(t, p)
-	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{ReadHeaderTimeout: time.Hour}})
-	c, err := tls.Dial("tcp", w.addr, &tls.Config{RootCAs: p.ca.Pool(), ServerName: registryName, NextProtos: []string{"http/1.1"},
-		MaxVersion: tls.VersionTLS12}) // the server's handshake ends before the client's
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := w.srv.Shutdown(ctx); err != nil {
-		t.Errorf("Shutdown: %v (the silent connection held the drain)", err)
-	}
-	if _, err := c.Read(make([]byte, 1)); err == nil {
-		t.Error("the silent connection is still open")
+	for _, proto := range []string{"http/1.1", "h2"} {
+		t.Run(proto, func(t *testing.T) {
+			p := newTestPKI(t)
+			up, _ := echoUpstream(t, p)
+			w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{ReadHeaderTimeout: time.Hour}, noFirstRequest: true})
+			c, err := tls.Dial("tcp", w.addr, &tls.Config{RootCAs: p.ca.Pool(), ServerName: registryName, NextProtos: []string{proto},
+				MaxVersion: tls.VersionTLS12}) // the server's handshake ends before the client's
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit/2)
+			defer cancel()
+			if err := w.srv.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown: %v (the silent connection held the drain)", err)
+			}
+			if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Error("the silent connection is still open")
+			}
+		})
 	}
 }

@@ -29,20 +29,27 @@ type nodeConn struct {
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
-	readErr   atomic.Pointer[error]  // the last read error
-	guard     *resetGuard            // HTTP/2: counts the node's stream resets; nil for HTTP/1.1
-	flooded   atomic.Pointer[string] // the guard's counts once it ended the connection
-	allDone   chan struct{}          // closed by the last end after finish
+	readErr   atomic.Pointer[error]                   // the last read error
+	guard     *resetGuard                             // HTTP/2: counts the node's stream resets; nil for HTTP/1.1
+	flooded   atomic.Pointer[string]                  // the guard's counts once it ended the connection
+	allDone   chan struct{}                           // closed by the last end after finish
+	heard     atomic.Bool                             // a byte arrived from the node
+	armOnRead atomic.Pointer[func()]                  // HTTP/2: the drain to arm at the server's first read
+	eventFunc func(*nodeConn, connEvent)              // tests: Bridge.eventFunc
+	timerFunc func(time.Duration, func()) *time.Timer // tests: Bridge.idleTimerFunc; nil: time.AfterFunc
 
 	mu       sync.Mutex
 	active   int         // requests in flight
 	served   int         // requests begun
 	idle     *time.Timer // runs while active == 0; nil without an idle timeout
+	idleGen  uint64      // the idle timer's arming; a firing of an older one does nothing
 	idled    bool        // the idle timer ended the connection
 	upstream bool        // the last request was aborted by the upstream
 	finished bool        // the connection is done: no request starts any more
-	draining bool
-	drainFn  func() // makes the server close at the next request boundary
+	retired  bool        // the bridge was replaced before the connection came: one exchange, then close
+	draining bool        // a drain was asked: close at the next request boundary
+	drainFn  func()      // makes the server close at the next request boundary; nil until armed
+	drained  bool        // drainFn ran
 }
 
 func newNodeConn(c *sni.BridgeConn, log *slog.Logger) *nodeConn {
@@ -64,15 +71,18 @@ func addrPort(a net.Addr) int {
 	return int(ap.Port())
 }
 
-// Read records the last error reading from the node. (net/http's
-// HTTP/1.1 server ends its background read after each request with a
-// past deadline: a deadline error is only the node's fault on a
-// connection that never got a request served.)
+// Read records the last error reading from the node, and that the node
+// spoke at all. (net/http's HTTP/1.1 server ends its background read
+// after each request with a past deadline: a deadline error is only the
+// node's fault on a connection that never got a request served.)
 //
 // On HTTP/2 the bytes pass through the connection's resetGuard: once the
 // node has reset most of its streams, the server gets no further frame,
-// only errResetFlood.
+// only errResetFlood. The server's first read arms its drain (armAtRead).
 func (c *nodeConn) Read(b []byte) (int, error) {
+	if fn := c.armOnRead.Load(); fn != nil && c.armOnRead.CompareAndSwap(fn, nil) {
+		c.arm(*fn)
+	}
 	if c.guard != nil && c.guard.tripped {
 		return 0, errResetFlood
 	}
@@ -84,6 +94,9 @@ func (c *nodeConn) Read(b []byte) (int, error) {
 				err = errResetFlood
 			}
 		}
+	}
+	if n > 0 && c.heard.CompareAndSwap(false, true) {
+		c.event(evHeard)
 	}
 	if err != nil {
 		c.readErr.Store(&err)
@@ -110,44 +123,110 @@ func (c *nodeConn) Close() error {
 	return err
 }
 
-// startIdle arms the idle timer with the connection's IdleTimeout and
-// sets how the server drains it.
-func (c *nodeConn) startIdle(drain func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.drainFn = drain
-	if c.IdleTimeout > 0 {
-		c.idle = time.AfterFunc(c.IdleTimeout, c.onIdle)
+// connEvent is a point in a node connection's life where a test makes
+// something happen (Bridge.eventFunc): a drain landing exactly there.
+type connEvent int
+
+const (
+	evArming connEvent = iota // the server is about to arm the drain
+	evArmed                   // the drain is armed
+	evHeard                   // the first bytes from the node were read
+)
+
+func (c *nodeConn) event(e connEvent) {
+	if c.eventFunc != nil {
+		c.eventFunc(c, e)
 	}
 }
 
-// onIdle ends a connection that had no request in flight for IdleTimeout.
-func (c *nodeConn) onIdle() {
+// retire makes a connection that came to a bridge already replaced serve
+// one exchange, then close: its drain runs as its first request begins.
+func (c *nodeConn) retire() {
 	c.mu.Lock()
-	if c.active > 0 {
+	c.retired = true
+	c.mu.Unlock()
+}
+
+// arm sets how the server closes the connection at its next request
+// boundary and starts the idle timer. The check for a drain asked before
+// is the same step under the lock: such a drain runs fn now, and one
+// asked after finds fn set.
+func (c *nodeConn) arm(fn func()) {
+	c.event(evArming)
+	c.mu.Lock()
+	c.drainFn = fn
+	run := c.draining && !c.drained
+	c.drained = c.drained || run
+	if !c.draining && c.IdleTimeout > 0 {
+		c.armIdleLocked()
+	}
+	c.mu.Unlock()
+	if run {
+		fn()
+	}
+	c.event(evArmed)
+}
+
+// armAtRead arms fn at the server's first read of the connection
+// (HTTP/2: x/net/http2's ServeConn registers the connection for the
+// GOAWAY of Shutdown before it reads; a Shutdown earlier sends nothing).
+func (c *nodeConn) armAtRead(fn func()) { c.armOnRead.Store(&fn) }
+
+// armIdleLocked starts a new idle timer; a firing of the one before does
+// nothing.
+func (c *nodeConn) armIdleLocked() {
+	c.idleGen++
+	gen := c.idleGen
+	after := c.timerFunc
+	if after == nil {
+		after = time.AfterFunc
+	}
+	c.idle = after(c.IdleTimeout, func() { c.onIdle(gen) })
+}
+
+// stopIdleLocked stops the idle timer, also a firing already under way.
+func (c *nodeConn) stopIdleLocked() {
+	c.idleGen++
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+}
+
+// onIdle ends a connection that had no request in flight for IdleTimeout:
+// the check that the timer is still the current one and the drain are one
+// step, so a request that began and ended meanwhile keeps its connection.
+func (c *nodeConn) onIdle(gen uint64) {
+	c.mu.Lock()
+	if gen != c.idleGen || c.active > 0 || c.draining || c.finished {
 		c.mu.Unlock()
 		return
 	}
 	c.idled = true
+	act := c.drainLocked()
 	c.mu.Unlock()
-	c.drain("idle")
+	c.act(act, "idle")
 }
 
 // begin counts a request in flight and stops the idle timer; false when
 // the connection is finished (an HTTP/2 handler started after the
-// connection ended), and the request must not be served.
+// connection ended), and the request must not be served. On a retired
+// connection the first request drains it: its answer is the last.
 func (c *nodeConn) begin() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.finished {
+		c.mu.Unlock()
 		return false
 	}
 	c.active++
 	c.served++
 	c.idled, c.upstream = false, false
-	if c.idle != nil {
-		c.idle.Stop()
+	c.stopIdleLocked()
+	act := drainNone
+	if c.retired {
+		act = c.drainLocked()
 	}
+	c.mu.Unlock()
+	c.act(act, "retired")
 	return true
 }
 
@@ -157,7 +236,7 @@ func (c *nodeConn) end(upstreamAborted bool) {
 	c.active--
 	c.upstream = upstreamAborted
 	if c.active == 0 && c.idle != nil && !c.draining && !c.finished {
-		c.idle.Reset(c.IdleTimeout)
+		c.armIdleLocked()
 	}
 	if c.active == 0 && c.finished {
 		close(c.allDone)
@@ -170,9 +249,7 @@ func (c *nodeConn) end(upstreamAborted bool) {
 func (c *nodeConn) finish() {
 	c.mu.Lock()
 	c.finished = true
-	if c.idle != nil {
-		c.idle.Stop()
-	}
+	c.stopIdleLocked()
 	n := c.active
 	c.mu.Unlock()
 	if n > 0 {
@@ -180,39 +257,60 @@ func (c *nodeConn) finish() {
 	}
 }
 
+// drainAction is what ends a draining connection.
+type drainAction int
+
+const (
+	drainNone    drainAction = iota // it drains already
+	drainPending                    // not armed yet: arm runs the server's drain
+	drainClose                      // the node has sent nothing: close, there is nothing to finish
+	drainServer                     // the server's drain: close at the next request boundary
+)
+
 // drain makes the connection close at the next request boundary (HTTP/1.1:
 // after the current response; HTTP/2: GOAWAY, then close once the streams
-// in flight are done).
+// in flight are done); a connection the node has sent nothing on yet
+// closes now, armed or not.
 // why is logged at Debug: idle, draining (the gateway), retired (Close).
 func (c *nodeConn) drain(why string) {
 	c.mu.Lock()
-	if c.draining || c.drainFn == nil {
-		c.draining = true
-		c.mu.Unlock()
-		return
+	act := c.drainLocked()
+	c.mu.Unlock()
+	c.act(act, why)
+}
+
+// drainLocked marks the connection draining and says what ends it. (The
+// node's first byte can arrive as it decides: a request sent as the
+// gateway closes, which the node sees as a close before any answer.)
+func (c *nodeConn) drainLocked() drainAction {
+	if c.draining {
+		return drainNone
 	}
 	c.draining = true
-	c.log.Debug("node connection closes at the next request boundary", "route", c.Route, "client", c.Client, "reason", why)
-	if c.idle != nil {
-		c.idle.Stop()
+	c.stopIdleLocked()
+	switch {
+	case !c.heard.Load():
+		c.drained = true
+		return drainClose
+	case c.drainFn == nil:
+		return drainPending
 	}
-	fn := c.drainFn
-	c.mu.Unlock()
-	fn()
+	c.drained = true
+	return drainServer
 }
 
-// hasServed reports whether a request has begun on the connection.
-func (c *nodeConn) hasServed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.served > 0
-}
-
-// isDraining reports whether the connection closes at the next boundary.
-func (c *nodeConn) isDraining() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.draining
+// act carries out a drain decided under the lock.
+func (c *nodeConn) act(a drainAction, why string) {
+	if a == drainNone {
+		return
+	}
+	c.log.Debug("node connection closes at the next request boundary", "route", c.Route, "client", c.Client, "reason", why)
+	switch a {
+	case drainClose:
+		_ = c.Close()
+	case drainServer:
+		c.drainFn()
+	}
 }
 
 // watch drains the connection when the gateway drains and closes it when

@@ -137,6 +137,11 @@ type worldOpts struct {
 	cfg   Config // Route, Upstreams, UpstreamTLS, Log, Metrics, Audit are set by newWorld when zero
 	idle  time.Duration
 	addrs []string
+	// noFirstRequest lifts the gateway's timeouts.first_request, so that
+	// only what a test looks at can close a silent connection.
+	noFirstRequest bool
+	events         func(*nodeConn, connEvent)              // the bridge's eventFunc
+	idleTimers     func(time.Duration, func()) *time.Timer // the bridge's idleTimerFunc
 }
 
 func newWorld(tb testing.TB, p *testPKI, o worldOpts) *world {
@@ -161,12 +166,17 @@ func newWorld(tb testing.TB, p *testPKI, o worldOpts) *world {
 	if w.bridge, err = New(cfg); err != nil {
 		tb.Fatal(err)
 	}
+	w.bridge.eventFunc, w.bridge.idleTimerFunc = o.events, o.idleTimers
 	tb.Cleanup(w.bridge.Close)
-	w.startGateway(tb, logger, o.idle)
+	first := time.Duration(0)
+	if o.noFirstRequest {
+		first = -1
+	}
+	w.startGateway(tb, sni.Config{IdleTimeout: o.idle, FirstRequestTimeout: first, Logger: logger})
 	return w
 }
 
-func (w *world) startGateway(tb testing.TB, log *slog.Logger, idle time.Duration) {
+func (w *world) startGateway(tb testing.TB, cfg sni.Config) {
 	tb.Helper()
 	tab, err := sni.NewTable([]*sni.Route{{
 		Name: "registry", SNI: []string{registryName}, Mode: sni.ModeBridge, Pool: w.pool,
@@ -175,10 +185,10 @@ func (w *world) startGateway(tb testing.TB, log *slog.Logger, idle time.Duration
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if idle == 0 {
-		idle = time.Hour
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = time.Hour
 	}
-	if w.srv, err = sni.New(sni.Config{IdleTimeout: idle, Logger: log}, tab); err != nil {
+	if w.srv, err = sni.New(cfg, tab); err != nil {
 		tb.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
