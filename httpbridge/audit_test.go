@@ -48,11 +48,12 @@ func TestAuditLineFormat(t *testing.T) {
 func TestAuditSharedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
 	m := NewMetrics(nil)
-	a, err := OpenAudit(path, quiet, m)
+	var files AuditFiles
+	a, err := files.Open(path, quiet, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := OpenAudit(path, quiet, m)
+	b, err := files.Open(path, quiet, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestAuditWriteErrorDrops(t *testing.T) {
 
 // TestOpenAuditError says what to change.
 func TestOpenAuditError(t *testing.T) {
-	_, err := OpenAudit(filepath.Join(t.TempDir(), "missing", "audit.log"), quiet, nil)
+	_, err := new(AuditFiles).Open(filepath.Join(t.TempDir(), "missing", "audit.log"), quiet, nil)
 	if err == nil || !regexp.MustCompile(`audit_log: .*no such file or directory: check that the directory exists`).MatchString(err.Error()) {
 		t.Errorf("error %v", err)
 	}

@@ -51,7 +51,8 @@ print a table of the results; exits 1 when an upstream fails.`,
 			case output == outputJSON && probe:
 				return usageErrorf("--probe prints a table: use it without -o json")
 			}
-			cfg, rep, err := gateway.Validate(file, a.stdin)
+			built, rep, err := gateway.Validate(file, a.stdin)
+			defer built.Close()
 			if output == outputJSON {
 				return checkJSON(a, rep, err)
 			}
@@ -67,7 +68,7 @@ print a table of the results; exits 1 when an upstream fails.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return failed(gateway.Probe(ctx, cfg, a.stdout))
+			return failed(gateway.Probe(ctx, built, a.stdout))
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", `configuration file (required; "-": standard input)`)
