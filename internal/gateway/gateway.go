@@ -127,7 +127,7 @@ func New(opts Options) (*Gateway, error) {
 func (g *Gateway) assemble(cfg *config.Config) error {
 	gen, err := g.builder.build(cfg)
 	if err != nil {
-		g.caches.retain(nil)
+		g.builder.open.retainStores(nil)
 		return err
 	}
 	g.gen.Store(gen)
