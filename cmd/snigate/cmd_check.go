@@ -12,8 +12,6 @@ import (
 	"github.com/snigate/snigate/internal/gateway"
 )
 
-func init() { addCommand(newCheckCmd) }
-
 func newCheckCmd(a *app) *cobra.Command {
 	var file, output string
 	var probe bool
