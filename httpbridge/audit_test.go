@@ -95,6 +95,38 @@ func TestAuditSharedFile(t *testing.T) {
 	}
 }
 
+// TestAuditFilesShareWithinOne: handles on one path share a writer
+// within one AuditFiles only (each process, and each test, has its own),
+// and once its last handle is closed the path opens a new writer.
+func TestAuditFilesShareWithinOne(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	var one, two AuditFiles
+	a, err := one.Open(path, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := two.Open(path, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.f == b.f {
+		t.Error("two AuditFiles share a writer")
+	}
+	for _, h := range []*AuditLog{a, b} {
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := one.Open(path, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.f == a.f {
+		t.Error("a path whose last handle was closed kept its stopped writer")
+	}
+}
+
 func readLines(tb testing.TB, path string) []string {
 	tb.Helper()
 	f, err := os.Open(path)
