@@ -62,6 +62,7 @@ type Handler struct {
 	logger *slog.Logger
 	warn   *warnLimiter
 	m      *Metrics
+	bufs   packBuffers // of the replies being packed
 }
 
 // exchanger forwards a query and returns the upstream's reply, nil when no

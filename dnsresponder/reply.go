@@ -23,19 +23,30 @@ func (h *Handler) write(w dns.ResponseWriter, req, reply *dns.Msg) {
 	} else {
 		reply.Truncate(udpSize(req))
 	}
-	if err := writePacked(w, reply); err != nil {
+	if err := h.writePacked(w, reply); err != nil {
 		h.logger.Debug("dns: write reply", "client", clientAddr(w), "err", err)
 	}
 }
 
-// packBuffers hold replies being packed; most fit in MaxUDPSize.
-var packBuffers = sync.Pool{New: func() any { b := make([]byte, MaxUDPSize); return &b }}
+// packBuffers hold replies being packed (a Handler's packBuffers); most
+// fit in MaxUDPSize. The zero value is ready to use.
+type packBuffers struct{ pool sync.Pool }
+
+func (p *packBuffers) get() *[]byte {
+	if bp, ok := p.pool.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, MaxUDPSize)
+	return &b
+}
+
+func (p *packBuffers) put(bp *[]byte) { p.pool.Put(bp) }
 
 // writePacked packs m into a pooled buffer and writes it, as WriteMsg
 // would without the allocation (the responder never signs with TSIG).
-func writePacked(w dns.ResponseWriter, m *dns.Msg) error {
-	bp := packBuffers.Get().(*[]byte)
-	defer packBuffers.Put(bp)
+func (h *Handler) writePacked(w dns.ResponseWriter, m *dns.Msg) error {
+	bp := h.bufs.get()
+	defer h.bufs.put(bp)
 	b, err := m.PackBuffer(*bp)
 	if err != nil {
 		return err

@@ -82,33 +82,37 @@ func (r *AuditRecord) line() auditLine {
 	}.bounded()
 }
 
-// AuditLog is one route's handle on an audit file, opened with OpenAudit.
-// Routes that name the same file share one writer, so lines never
-// interleave. Write never blocks. A nil *AuditLog writes nothing.
+// AuditLog is one route's handle on an audit file, opened with
+// AuditFiles.Open. Routes that name the same file share one writer, so
+// lines never interleave. Write never blocks. A nil *AuditLog writes
+// nothing.
 type AuditLog struct {
 	f    *auditFile
+	fs   *AuditFiles
 	once sync.Once
 }
 
-// audits is the process's open audit files by path, so that the routes
-// of every generation that name one file share its writer.
-var audits = struct {
+// AuditFiles are the open audit files by path, so that the routes of
+// every generation that name one file share its writer: one per process,
+// owned by whoever builds the routes (the gateway). The zero value is
+// ready to use.
+type AuditFiles struct {
 	mu    sync.Mutex
 	files map[string]*auditFile
-}{files: make(map[string]*auditFile)}
+}
 
-// OpenAudit opens (or joins) the audit log at path ("-": standard
-// output), creating the file with mode 0640 and appending to it. The
-// first opener's log and metrics serve every handle on the file. The file
-// stays open until every handle is closed; Close each handle once.
-func OpenAudit(path string, log *slog.Logger, m *Metrics) (*AuditLog, error) {
+// Open opens (or joins) the audit log at path ("-": standard output),
+// creating the file with mode 0640 and appending to it. The first
+// opener's log and metrics serve every handle on the file. The file stays
+// open until every handle is closed; Close each handle once.
+func (fs *AuditFiles) Open(path string, log *slog.Logger, m *Metrics) (*AuditLog, error) {
 	key, err := auditKey(path)
 	if err != nil {
 		return nil, err
 	}
-	audits.mu.Lock()
-	defer audits.mu.Unlock()
-	f := audits.files[key]
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f := fs.files[key]
 	if f == nil {
 		open := func() (io.WriteCloser, error) { return openAuditFile(key) }
 		if key == "-" {
@@ -117,10 +121,13 @@ func OpenAudit(path string, log *slog.Logger, m *Metrics) (*AuditLog, error) {
 		if f, err = startAudit(key, open, DefaultAuditQueue, log, m); err != nil {
 			return nil, err
 		}
-		audits.files[key] = f
+		if fs.files == nil {
+			fs.files = make(map[string]*auditFile)
+		}
+		fs.files[key] = f
 	}
 	f.refs++
-	return &AuditLog{f: f}, nil
+	return &AuditLog{f: f, fs: fs}, nil
 }
 
 func auditKey(path string) (string, error) {
@@ -192,13 +199,17 @@ func (a *AuditLog) Close() error {
 	}
 	var err error
 	a.once.Do(func() {
-		audits.mu.Lock()
+		fs := a.fs
+		if fs == nil { // a handle made without Open: on its own
+			fs = new(AuditFiles)
+		}
+		fs.mu.Lock()
 		a.f.refs--
 		last := a.f.refs == 0
-		if last && audits.files[a.f.path] == a.f {
-			delete(audits.files, a.f.path)
+		if last && fs.files[a.f.path] == a.f {
+			delete(fs.files, a.f.path)
 		}
-		audits.mu.Unlock()
+		fs.mu.Unlock()
 		if last {
 			err = a.f.stop()
 		}
@@ -213,7 +224,7 @@ type auditFile struct {
 	open   func() (io.WriteCloser, error)
 	log    *slog.Logger
 	m      *Metrics
-	refs   int // guarded by audits.mu
+	refs   int // guarded by the AuditFiles' mu
 	queue  chan auditLine
 	reopen chan struct{}
 	quit   chan struct{}

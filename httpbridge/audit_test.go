@@ -48,11 +48,12 @@ func TestAuditLineFormat(t *testing.T) {
 func TestAuditSharedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
 	m := NewMetrics(nil)
-	a, err := OpenAudit(path, quiet, m)
+	var files AuditFiles
+	a, err := files.Open(path, quiet, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := OpenAudit(path, quiet, m)
+	b, err := files.Open(path, quiet, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +92,38 @@ func TestAuditSharedFile(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.dropped.WithLabelValues(DropQueueFull)); got != 0 {
 		t.Errorf("dropped %v records", got)
+	}
+}
+
+// TestAuditFilesShareWithinOne: handles on one path share a writer
+// within one AuditFiles only (each process, and each test, has its own),
+// and once its last handle is closed the path opens a new writer.
+func TestAuditFilesShareWithinOne(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	var one, two AuditFiles
+	a, err := one.Open(path, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := two.Open(path, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.f == b.f {
+		t.Error("two AuditFiles share a writer")
+	}
+	for _, h := range []*AuditLog{a, b} {
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := one.Open(path, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.f == a.f {
+		t.Error("a path whose last handle was closed kept its stopped writer")
 	}
 }
 
@@ -159,7 +192,7 @@ func TestAuditWriteErrorDrops(t *testing.T) {
 
 // TestOpenAuditError says what to change.
 func TestOpenAuditError(t *testing.T) {
-	_, err := OpenAudit(filepath.Join(t.TempDir(), "missing", "audit.log"), quiet, nil)
+	_, err := new(AuditFiles).Open(filepath.Join(t.TempDir(), "missing", "audit.log"), quiet, nil)
 	if err == nil || !regexp.MustCompile(`audit_log: .*no such file or directory: check that the directory exists`).MatchString(err.Error()) {
 		t.Errorf("error %v", err)
 	}

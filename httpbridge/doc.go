@@ -10,8 +10,9 @@
 //
 // Usage:
 //
-//	metrics := httpbridge.NewMetrics(reg)             // once per process
-//	audit, err := httpbridge.OpenAudit(path, log, metrics) // optional; shared per file
+//	metrics := httpbridge.NewMetrics(reg) // once per process
+//	var audits httpbridge.AuditFiles      // once per process
+//	audit, err := audits.Open(path, log, metrics) // optional; shared per file
 //	b, err := httpbridge.New(httpbridge.Config{
 //		Route:         "registry",
 //		Upstreams:     pool, // *upstream.Pool: candidates and passive health

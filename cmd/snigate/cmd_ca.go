@@ -2,14 +2,11 @@ package main
 
 import "github.com/spf13/cobra"
 
-func init() { addCommand(newCACmd) }
-
-// caVerbs are the constructors of the subcommands of `snigate ca`,
-// registered by their files' init (addCAVerb).
-var caVerbs []func(*app) *cobra.Command
-
-// addCAVerb registers a subcommand of `snigate ca`; call it from init.
-func addCAVerb(f func(*app) *cobra.Command) { caVerbs = append(caVerbs, f) }
+// caVerbs are the constructors of the subcommands of `snigate ca`, one
+// file each (cmd_ca_<name>.go).
+func caVerbs() []func(*app) *cobra.Command {
+	return []func(*app) *cobra.Command{newCAInitCmd, newCAIssueNodeCmd}
+}
 
 func newCACmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -27,7 +24,7 @@ which issues the nodes' client certificates.`,
 			return usageError(`want a command: "ca init --out DIR" or "ca issue-node NAME --ca DIR --out DIR"`, cmd)
 		},
 	}
-	for _, f := range caVerbs {
+	for _, f := range caVerbs() {
 		cmd.AddCommand(f(a))
 	}
 	return cmd

@@ -10,8 +10,6 @@ import (
 	"github.com/snigate/snigate/internal/nodeconfig"
 )
 
-func init() { addCAVerb(newCAInitCmd) }
-
 func newCAInitCmd(a *app) *cobra.Command {
 	var out string
 	var names []string

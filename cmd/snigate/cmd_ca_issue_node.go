@@ -9,8 +9,6 @@ import (
 	"github.com/snigate/snigate/internal/certs"
 )
 
-func init() { addCAVerb(newCAIssueNodeCmd) }
-
 func newCAIssueNodeCmd(a *app) *cobra.Command {
 	var caDir, out string
 	var days int

@@ -12,8 +12,6 @@ import (
 	"github.com/snigate/snigate/internal/gateway"
 )
 
-func init() { addCommand(newCheckCmd) }
-
 func newCheckCmd(a *app) *cobra.Command {
 	var file, output string
 	var probe bool
@@ -51,7 +49,8 @@ print a table of the results; exits 1 when an upstream fails.`,
 			case output == outputJSON && probe:
 				return usageErrorf("--probe prints a table: use it without -o json")
 			}
-			cfg, rep, err := gateway.Validate(file, a.stdin)
+			built, rep, err := gateway.Validate(file, a.stdin)
+			defer built.Close()
 			if output == outputJSON {
 				return checkJSON(a, rep, err)
 			}
@@ -67,7 +66,7 @@ print a table of the results; exits 1 when an upstream fails.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return failed(gateway.Probe(ctx, cfg, a.stdout))
+			return failed(gateway.Probe(ctx, built, a.stdout))
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", `configuration file (required; "-": standard input)`)

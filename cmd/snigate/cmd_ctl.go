@@ -8,8 +8,6 @@ import (
 	"github.com/snigate/snigate/internal/admin"
 )
 
-func init() { addCommand(newCtlCmd) }
-
 // envAdmin names the environment variable that sets ctl's default admin
 // address.
 const envAdmin = "SNIGATE_ADMIN"
@@ -48,12 +46,12 @@ func (o *ctlOptions) write(w io.Writer, v any, table func(io.Writer) error) erro
 	return failed(table(w))
 }
 
-// ctlVerbs are the constructors of the verbs of `snigate ctl`, registered
-// by their files' init (addCtlVerb).
-var ctlVerbs []func(*app, *ctlOptions) *cobra.Command
-
-// addCtlVerb registers a verb of `snigate ctl`; call it from init.
-func addCtlVerb(f func(*app, *ctlOptions) *cobra.Command) { ctlVerbs = append(ctlVerbs, f) }
+// ctlVerbs are the constructors of the verbs of `snigate ctl`, one file
+// each (cmd_ctl_<name>.go).
+func ctlVerbs() []func(*app, *ctlOptions) *cobra.Command {
+	return []func(*app, *ctlOptions) *cobra.Command{newCtlAnswersCmd, newCtlCacheCmd, newCtlConfigCmd,
+		newCtlReadyCmd, newCtlReloadCmd, newCtlRoutesCmd, newCtlSetCmd, newCtlUpstreamsCmd}
+}
 
 func newCtlCmd(a *app) *cobra.Command {
 	o := &ctlOptions{}
@@ -86,7 +84,7 @@ names a unix socket. Flags may come before or after the verb.`,
 	cmd.PersistentFlags().StringVar(&o.admin, "admin", "",
 		`admin API address: "host:port" or "unix:/path" (default $`+envAdmin+`, else "`+admin.DefaultAddr+`")`)
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", outputTable, "output format: table or json")
-	for _, f := range ctlVerbs {
+	for _, f := range ctlVerbs() {
 		cmd.AddCommand(f(a, o))
 	}
 	return cmd

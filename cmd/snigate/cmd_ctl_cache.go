@@ -8,8 +8,6 @@ import (
 	"github.com/snigate/snigate/internal/admin"
 )
 
-func init() { addCtlVerb(newCtlCacheCmd) }
-
 func newCtlCacheCmd(a *app, o *ctlOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache [purge [DIGEST]]",

@@ -8,8 +8,6 @@ import (
 	"github.com/snigate/snigate/internal/admin"
 )
 
-func init() { addCtlVerb(newCtlConfigCmd) }
-
 func newCtlConfigCmd(a *app, o *ctlOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "config",

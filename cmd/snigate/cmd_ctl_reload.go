@@ -9,8 +9,6 @@ import (
 	"github.com/snigate/snigate/internal/admin"
 )
 
-func init() { addCtlVerb(newCtlReloadCmd) }
-
 func newCtlReloadCmd(a *app, o *ctlOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "reload",

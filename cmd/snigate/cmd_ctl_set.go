@@ -9,8 +9,6 @@ import (
 	"github.com/snigate/snigate/upstream"
 )
 
-func init() { addCtlVerb(newCtlSetCmd) }
-
 func newCtlSetCmd(a *app, o *ctlOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "set ROUTE UPSTREAM STATE",

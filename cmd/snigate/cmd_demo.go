@@ -11,8 +11,6 @@ import (
 	"github.com/snigate/snigate/internal/demo"
 )
 
-func init() { addCommand(newDemoCmd) }
-
 func newDemoCmd(a *app) *cobra.Command {
 	var keep bool
 	cmd := &cobra.Command{

@@ -12,8 +12,6 @@ import (
 	"github.com/snigate/snigate/internal/doctor"
 )
 
-func init() { addCommand(newDoctorCmd) }
-
 // errPullWouldFail is doctor's result when a step failed: exit status 1,
 // and nothing more printed (the FAIL lines say what to change).
 var errPullWouldFail = errors.New("a pull would not work: see the FAIL lines above")

@@ -10,8 +10,6 @@ import (
 	"github.com/snigate/snigate/internal/buildinfo"
 )
 
-func init() { addCommand(newManCmd) }
-
 // newManCmd writes the man pages of every command, generated from the
 // same definitions as --help (`make man`). It is hidden: a build step,
 // not an operator's command.

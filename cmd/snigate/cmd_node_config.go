@@ -7,8 +7,6 @@ import (
 	"github.com/snigate/snigate/internal/nodeconfig"
 )
 
-func init() { addCommand(newNodeConfigCmd) }
-
 // defaultNodeOut is node-config's output directory without --out.
 const defaultNodeOut = "snigate-node"
 

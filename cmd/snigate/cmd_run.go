@@ -8,8 +8,6 @@ import (
 	"github.com/snigate/snigate/internal/gateway"
 )
 
-func init() { addCommand(newRunCmd) }
-
 func newRunCmd(a *app) *cobra.Command {
 	var file, format, level string
 	cmd := &cobra.Command{

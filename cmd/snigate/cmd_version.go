@@ -8,8 +8,6 @@ import (
 	"github.com/snigate/snigate/internal/buildinfo"
 )
 
-func init() { addCommand(newVersionCmd) }
-
 func newVersionCmd(a *app) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{

@@ -3,8 +3,8 @@
 //
 // The command line is built with spf13/cobra. Each command is one file,
 // cmd_<name>.go, holding its definition (use, description, examples,
-// flags) and registering itself from init with addCommand (top-level
-// commands) or addCtlVerb (verbs of `snigate ctl`); the work is done by
+// flags) and listed by its constructor in commands (root.go), caVerbs
+// (`snigate ca`) or ctlVerbs (`snigate ctl`); the work is done by
 // the internal packages it calls. Errors are returned, never printed by a
 // command: exitStatus prints them and picks the exit status.
 package main

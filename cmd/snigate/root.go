@@ -16,12 +16,12 @@ type app struct {
 	getenv         func(string) string
 }
 
-// commands are the constructors of the top-level commands, registered by
-// their files' init (addCommand).
-var commands []func(*app) *cobra.Command
-
-// addCommand registers a top-level command; call it from init.
-func addCommand(f func(*app) *cobra.Command) { commands = append(commands, f) }
+// commands are the constructors of the top-level commands, one file each
+// (cmd_<name>.go).
+func commands() []func(*app) *cobra.Command {
+	return []func(*app) *cobra.Command{newCACmd, newCheckCmd, newCtlCmd, newDemoCmd, newDoctorCmd,
+		newManCmd, newNodeConfigCmd, newRunCmd, newVersionCmd}
+}
 
 const rootLong = `snigate is an SNI gateway for private networks that must pull container
 images from a registry demanding a TLS client certificate.
@@ -54,7 +54,7 @@ func newRoot(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate(buildinfo.Get().String())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
-	for _, f := range commands {
+	for _, f := range commands() {
 		root.AddCommand(f(a))
 	}
 	return root

@@ -9,10 +9,9 @@ import (
 	"github.com/snigate/snigate/names"
 )
 
-// localAddrsFunc returns the addresses of this host's interfaces, which a
-// listener on an unspecified address ("", 0.0.0.0, ::) accepts on; a
-// variable so that tests can give a fixed set.
-var localAddrsFunc = func() []netip.Addr {
+// interfaceAddrs are the addresses of this host's interfaces, which a
+// listener on an unspecified address ("", 0.0.0.0, ::) accepts on.
+func interfaceAddrs() []netip.Addr {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil
@@ -31,7 +30,7 @@ var localAddrsFunc = func() []netip.Addr {
 // address): the same port, and the listener's address or, for one on
 // every address, a loopback or local address. A target by host name
 // other than localhost is not resolved (false).
-func reachesListener(target, listen string) bool {
+func (p *parser) reachesListener(target, listen string) bool {
 	th, tp, err := net.SplitHostPort(target)
 	if err != nil {
 		return false
@@ -47,7 +46,7 @@ func reachesListener(target, listen string) bool {
 	la, ok := hostAddr(lh)
 	switch {
 	case lh == "" || ok && la.IsUnspecified():
-		return ta.IsLoopback() || ta.IsUnspecified() || isLocal(ta)
+		return ta.IsLoopback() || ta.IsUnspecified() || p.isLocal(ta)
 	case !ok:
 		return strings.EqualFold(th, lh)
 	}
@@ -66,8 +65,14 @@ func hostAddr(h string) (netip.Addr, bool) {
 	return a.Unmap(), true
 }
 
-func isLocal(a netip.Addr) bool {
-	for _, l := range localAddrsFunc() {
+// isLocal reports whether a is one of the host's addresses
+// (parser.localAddrsFunc).
+func (p *parser) isLocal(a netip.Addr) bool {
+	local := interfaceAddrs
+	if p.localAddrsFunc != nil {
+		local = p.localAddrsFunc
+	}
+	for _, l := range local() {
 		if l == a {
 			return true
 		}
@@ -79,7 +84,7 @@ func isLocal(a netip.Addr) bool {
 // listen.dns: every query it forwards would come back to it, and each
 // pass forwards it again (one query became hundreds of SERVFAILs).
 func (p *parser) forwardLoop(it item, addr string, l Listen) {
-	if l.DNS == "" || !reachesListener(addr, l.DNS) {
+	if l.DNS == "" || !p.reachesListener(addr, l.DNS) {
 		return
 	}
 	p.errorf(it.node.Line, it.key, "%q is this gateway's own listen.dns %q: forwarded queries would come back to it in a loop; "+
@@ -98,7 +103,7 @@ func (p *parser) upstreamLoops(c *Config) {
 		}
 		for j, u := range r.Upstreams {
 			for _, l := range c.Listen.TLS {
-				if reachesListener(u, l) {
+				if p.reachesListener(u, l) {
 					key := fmt.Sprintf("routes[%d].upstreams[%d]", i, j)
 					p.errorf(p.lines[key], key, "%q is this gateway's own listen.tls %q: the connection would come back to route %q in a loop; "+
 						"name the registry's address (the host and port the gateway itself should dial)", u, l, r.Name)

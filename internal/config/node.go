@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,6 +22,9 @@ type parser struct {
 	// keysFunc, when set, is told the keys each mapping allows as it is
 	// parsed (path "" is the top); the reference test lists every key so.
 	keysFunc func(path string, allowed []string)
+	// localAddrsFunc, when set, gives the host's interface addresses
+	// instead of the system (tests give a fixed set).
+	localAddrsFunc func() []netip.Addr
 
 	errKeys   map[string]bool // keys with an error
 	errWithin map[string]bool // keys with an error, and every key holding one

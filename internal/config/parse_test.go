@@ -17,6 +17,22 @@ import (
 func parseInDir(t *testing.T, dir, yaml string) []string {
 	t.Helper()
 	_, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(yaml))
+	return errorLines(t, dir, err)
+}
+
+// parseInDirLocal is parseInDir on a host whose interfaces have the
+// addresses local.
+func parseInDirLocal(t *testing.T, dir, yaml string, local ...netip.Addr) []string {
+	t.Helper()
+	file := filepath.Join(dir, "snigate.yaml")
+	p := &parser{file: file, dir: absDir(file), now: time.Now(), localAddrsFunc: func() []netip.Addr { return local }}
+	_, err := parse(p, []byte(yaml))
+	return errorLines(t, dir, err)
+}
+
+// errorLines are the lines of err, an ErrorList, dir left out of them.
+func errorLines(t *testing.T, dir string, err error) []string {
+	t.Helper()
 	if err == nil {
 		return nil
 	}

@@ -61,13 +61,10 @@ func TestChainedRouteIsNoLoop(t *testing.T) {
 // TestForwardToALocalAddressLoops: listen.dns on every address accepts
 // queries sent to any address of the host, not only loopback.
 func TestForwardToALocalAddressLoops(t *testing.T) {
-	saved := localAddrsFunc
-	localAddrsFunc = func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("10.9.8.7")} }
-	t.Cleanup(func() { localAddrsFunc = saved })
 	dir := t.TempDir()
 	yaml := "listen:\n  tls: [\":443\"]\n  dns: \"0.0.0.0:53\"\ndns:\n  answer: [192.0.2.10]\n  forward: [10.9.8.7, 10.9.8.8]\n" + routesSplice
 	want := []string{`snigate.yaml:6: dns.forward[0]: "10.9.8.7:53" is this gateway's own listen.dns "0.0.0.0:53": forwarded queries would come back to it in a loop; name the resolver the gateway itself should ask (the site's or cluster's resolver, as in /etc/resolv.conf)`}
-	if got := parseInDir(t, dir, yaml); !slices.Equal(got, want) {
+	if got := parseInDirLocal(t, dir, yaml, netip.MustParseAddr("10.9.8.7")); !slices.Equal(got, want) {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -6,32 +6,7 @@ import (
 	"slices"
 
 	"github.com/snigate/snigate/dnsresponder"
-	"github.com/snigate/snigate/internal/config"
 )
-
-// buildAnswerCheck is the check of dns.answer_check, nil without one. Its
-// ClientHello names the configuration's first routed name.
-func (g *Gateway) buildAnswerCheck(cfg *config.Config) (*dnsresponder.AnswerCheck, error) {
-	ac := cfg.DNS.AnswerCheck
-	if ac == nil {
-		return nil, nil
-	}
-	var serverName string
-	if routed := cfg.RoutedNames(); len(routed) > 0 {
-		serverName = dnsresponder.CheckServerName(routed[0])
-	}
-	return dnsresponder.NewAnswerCheck(dnsresponder.AnswerCheckConfig{
-		Answer:     cfg.DNS.Answer,
-		Port:       ac.Port,
-		ServerName: serverName,
-		Interval:   ac.Interval,
-		Timeout:    ac.Timeout,
-		Fall:       ac.Fall,
-		Rise:       ac.Rise,
-		Logger:     g.log,
-		Metrics:    g.metrics.dns.Answers(),
-	})
-}
 
 // Answers lists the dns.answer addresses as the answer check sees them
 // (the admin API's /api/answers); nil without dns.answer_check.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/names"
-	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -30,10 +30,11 @@ var ErrProbeFailed = errors.New("some upstreams failed the probe")
 // refuse, is a config.ErrorList. `snigate check` itself calls Validate and
 // Probe, to print warnings apart and as JSON.
 func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
-	cfg, rep, err := Validate(path, nil)
+	built, rep, err := Validate(path, nil)
 	if err != nil {
 		return err
 	}
+	defer built.Close()
 	fmt.Fprintln(w, rep.Summary())
 	for _, warn := range rep.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn.Text)
@@ -41,7 +42,24 @@ func Check(ctx context.Context, path string, probe bool, w io.Writer) error {
 	if !probe {
 		return nil
 	}
-	return Probe(ctx, cfg, w)
+	return Probe(ctx, built, w)
+}
+
+// Checked is what Validate built from a valid configuration file: the
+// objects `run` would start with (checkBuild), built with dry side
+// effects. Probe dials through them. Close it when done.
+type Checked struct {
+	// Config is the configuration the objects were built from.
+	Config *config.Config
+	g      *Gateway
+}
+
+// Close releases what the build made (the HTTP bridges' idle upstream
+// connections). A nil *Checked does nothing.
+func (c *Checked) Close() {
+	if c != nil {
+		c.g.gen.Load().retire()
+	}
 }
 
 // CheckReport is what check found in a configuration file, as `snigate
@@ -83,10 +101,9 @@ func plural(n int, noun string) string {
 
 // Validate loads the configuration file path (config.StdinName or "-":
 // read from stdin), builds what `run` builds from it (checkBuild) and
-// reports what it found: the configuration and a report with its
-// warnings when it is valid, the report and its config.ErrorList when it
-// is not.
-func Validate(path string, stdin io.Reader) (*config.Config, *CheckReport, error) {
+// reports what it found: what it built and a report with its warnings
+// when it is valid, the report and its config.ErrorList when it is not.
+func Validate(path string, stdin io.Reader) (*Checked, *CheckReport, error) {
 	var cfg *config.Config
 	var err error
 	if path == "-" {
@@ -95,8 +112,9 @@ func Validate(path string, stdin io.Reader) (*config.Config, *CheckReport, error
 	} else {
 		cfg, err = config.Load(path)
 	}
+	var built *Checked
 	if err == nil {
-		err = checkBuild(cfg)
+		built, err = checkBuild(cfg)
 	}
 	rep := &CheckReport{File: path, Errors: []CheckMessage{}, Warnings: []CheckMessage{}}
 	var list config.ErrorList
@@ -116,7 +134,7 @@ func Validate(path string, stdin io.Reader) (*config.Config, *CheckReport, error
 	for _, w := range Warnings(cfg) {
 		rep.Warnings = append(rep.Warnings, checkMessage(w))
 	}
-	return cfg, rep, nil
+	return built, rep, nil
 }
 
 // Warnings are what `check` and `run` warn about in cfg: private keys
@@ -133,12 +151,16 @@ func Warnings(cfg *config.Config) []*config.Error {
 	return append(out, ExposureWarnings(cfg)...)
 }
 
-// Probe dials every upstream of every route of cfg and writes a table of
-// the results to w, then, with dns.answer_check, checks every answer
-// address once (probeAnswers: warnings, never a failed probe).
-func Probe(ctx context.Context, cfg *config.Config, w io.Writer) error {
-	err := probeAll(ctx, cfg, w)
-	if aerr := probeAnswers(ctx, cfg, w); aerr != nil {
+// Probe dials every upstream of every route that Validate built and
+// writes a table of the results to w, then, with dns.answer_check,
+// checks every answer address once (probeAnswers: warnings, never a
+// failed probe). It probes the objects the build made: the pools, the
+// bridge routes' client side, the http routes' bridges, the answer
+// check.
+func Probe(ctx context.Context, built *Checked, w io.Writer) error {
+	gen := built.g.gen.Load()
+	err := probeAll(ctx, gen, w)
+	if aerr := probeAnswers(ctx, &built.g.builder, gen, w); aerr != nil {
 		return aerr
 	}
 	return err
@@ -146,13 +168,20 @@ func Probe(ctx context.Context, cfg *config.Config, w io.Writer) error {
 
 // checkBuild builds from cfg what `run` builds before it opens a listener
 // (Gateway.assemble: the route table, the pools, the certificate key pairs,
-// minters and CA bundles, the DNS handler, the SNI and admin servers),
-// with metrics on a throwaway registry and a discarding logger. It opens
-// no socket and starts no worker; what it built is dropped.
-func checkBuild(cfg *config.Config) error {
+// minters and CA bundles, the DNS handler, the SNI and admin servers)
+// with dry side effects: metrics on a throwaway registry, a discarding
+// logger, and dryOpener, which opens no file for writing. It opens no
+// socket and starts no worker.
+func checkBuild(cfg *config.Config) (*Checked, error) {
 	discard := slog.New(slog.DiscardHandler)
-	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry(), dryRun: true}
-	return g.assemble(cfg)
+	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry()}
+	g.metrics = newMetrics(g.registry)
+	g.caches = newCaches(discard, g.metrics.cache, false) // none is opened
+	g.builder = builder{log: discard, metrics: g.metrics, open: dryOpener{}}
+	if err := g.assemble(cfg); err != nil {
+		return nil, err
+	}
+	return &Checked{Config: cfg, g: g}, nil
 }
 
 type probeRow struct {
@@ -160,7 +189,8 @@ type probeRow struct {
 	res   upstream.ProbeResult
 }
 
-func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
+func probeAll(ctx context.Context, gen *generation, w io.Writer) error {
+	cfg := gen.cfg
 	var rows []probeRow
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -169,10 +199,7 @@ func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
 		return err
 	}
 	for _, rc := range cfg.Routes {
-		pc, err := probeConfig(cfg, &rc)
-		if err != nil {
-			return fmt.Errorf("route %s: %w", rc.Name, err)
-		}
+		pc := probeConfig(cfg, &rc, gen.clients[rc.Name])
 		for _, addr := range rc.Upstreams {
 			wg.Go(func() {
 				res := upstream.Probe(ctx, addr, pc)
@@ -188,11 +215,8 @@ func probeAll(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	for _, n := range nodeIdentityNotes(cfg) {
 		fmt.Fprintln(w, n)
 	}
-	httpFailed, herr := probeHTTPRoutes(ctx, cfg, w)
-	switch {
-	case herr != nil:
-		return herr
-	case err == nil && httpFailed:
+	httpFailed := probeHTTPRoutes(ctx, gen, w)
+	if err == nil && httpFailed {
 		return ErrProbeFailed
 	}
 	return err
@@ -249,25 +273,20 @@ func routedTable(cfg *config.Config) (*names.Table[struct{}], error) {
 	return &t, nil
 }
 
-// probeConfig builds the probe of one route's upstreams. A bridge route's
-// client side comes from clientTLS, the builder `run` uses, so the probe
-// presents the same certificate and verifies the upstream the same way as
-// traffic does. Its workers are not run: check is a one-shot command.
-func probeConfig(cfg *config.Config, rc *config.Route) (upstream.ProbeConfig, error) {
+// probeConfig is the probe of one route's upstreams. A bridge route's
+// client side (ct; nil on a splice route) is the one the build made for
+// traffic, so the probe presents the same certificate and verifies the
+// upstream the same way as traffic does.
+func probeConfig(cfg *config.Config, rc *config.Route, ct *certs.ClientTLS) upstream.ProbeConfig {
 	pc := upstream.ProbeConfig{
 		ServerName: checkServerName(rc),
 		Check:      upstreamCheck(rc.Health),
 		Timeout:    cfg.Timeouts.Connect,
 	}
-	if rc.Mode != string(sni.ModeBridge) {
-		return pc, nil
+	if ct != nil {
+		pc.ClientTLS = ct.Config()
 	}
-	ct, _, err := clientTLS(rc, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		return pc, err
-	}
-	pc.ClientTLS = ct.Config()
-	return pc, nil
+	return pc
 }
 
 func writeProbeTable(w io.Writer, rows []probeRow, routed *names.Table[struct{}]) error {

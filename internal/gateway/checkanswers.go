@@ -4,27 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"text/tabwriter"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/snigate/snigate/internal/config"
 )
 
 // probeAnswers, for `snigate check --probe` with dns.answer_check, runs
-// one round of the answer check and writes a table of it. A failure is a
-// warning, not a failed probe: the gateway being checked may be this one,
-// not started yet, or another one that is down for now.
-func probeAnswers(ctx context.Context, cfg *config.Config, w io.Writer) error {
+// one round of the answer check the build made and writes a table of it.
+// Without listen.dns the build made none (run would not run it): b, the
+// same builder, makes it. A failure is a warning, not a failed probe: the
+// gateway being checked may be this one, not started yet, or another one
+// that is down for now.
+func probeAnswers(ctx context.Context, b *builder, gen *generation, w io.Writer) error {
+	cfg := gen.cfg
 	if cfg.DNS.AnswerCheck == nil {
 		return nil
 	}
-	discard := slog.New(slog.DiscardHandler)
-	g := &Gateway{log: discard, metrics: newMetrics(prometheus.NewRegistry())}
-	c, err := g.buildAnswerCheck(cfg)
-	if err != nil {
-		return err
+	c := gen.answers
+	if c == nil {
+		var err error
+		if c, err = b.buildAnswerCheck(cfg); err != nil {
+			return err
+		}
 	}
 	c.CheckOnce(ctx)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -13,7 +13,15 @@
 //	if err != nil { ... }          // a config.ErrorList for an invalid file
 //	err = g.Run(ctx)               // returns after a drain, or on a listener failure
 //
-// Check is `snigate check`: validation, and with probe a dial of every
-// upstream. WriteNodeConfig is `snigate node-config`: NodeConfig turns the
+// Check is `snigate check`: Validate parses the file and builds what Run
+// would start with (the same builder, with side effects that open
+// nothing), and with probe Probe dials every upstream through what that
+// build made:
+//
+//	built, rep, err := gateway.Validate(path, nil) // a config.ErrorList in err, and in rep.Errors
+//	defer built.Close()
+//	err = gateway.Probe(ctx, built, os.Stdout)    // ErrProbeFailed when an upstream failed
+//
+// WriteNodeConfig is `snigate node-config`: NodeConfig turns the
 // configuration into internal/nodeconfig's input.
 package gateway

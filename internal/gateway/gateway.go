@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/buildinfo"
 	"github.com/snigate/snigate/internal/config"
@@ -65,7 +66,7 @@ type Gateway struct {
 	ready     atomic.Bool                       // listeners up, not draining
 	wasReady  atomic.Bool                       // ready has been true: not ready now means draining
 	switchOff atomic.Bool                       // the readiness switch (POST /api/ready) is off
-	dryRun    bool                              // check: build everything, open no file for writing
+	builder   builder                           // builds generations; its side effects are run's or check's
 	caches    *caches                           // the http routes' cache stores, kept across reloads
 
 	inForce    atomic.Pointer[inForce]            // the configuration in force
@@ -100,6 +101,10 @@ type Gateway struct {
 // build), is a config.ErrorList.
 func New(opts Options) (*Gateway, error) {
 	g := &Gateway{opts: opts, log: cmp.Or(opts.Logger, slog.Default()), registry: prometheus.NewRegistry()}
+	g.metrics = newMetrics(g.registry)
+	g.caches = newCaches(g.log, g.metrics.cache, handover.Upgrading())
+	g.builder = builder{log: g.log, metrics: g.metrics, open: &liveOpener{
+		audits: new(httpbridge.AuditFiles), caches: g.caches, log: g.log, m: g.metrics.http}}
 	g.access.format = opts.LogFormat
 	info := buildinfo.Get()
 	g.log.Info("snigate starting", "version", info.Version, "commit", info.Commit, "config", opts.ConfigFile)
@@ -114,19 +119,15 @@ func New(opts Options) (*Gateway, error) {
 	return g, nil
 }
 
-// assemble builds everything the gateway runs from cfg: the first
-// generation, the SNI server, the DNS server and the admin server. It
-// opens no socket and starts no goroutine; `snigate check` calls it too
-// (checkBuild), so that check and run fail on the same files.
+// assemble builds everything the gateway runs from cfg with g.builder:
+// the first generation, the SNI server, the DNS server and the admin
+// server. It opens no socket and starts no goroutine; `snigate check`
+// calls it too (checkBuild, with a builder of dry side effects), so that
+// check and run fail on the same files.
 func (g *Gateway) assemble(cfg *config.Config) error {
-	if g.log == nil {
-		g.log = slog.Default()
-	}
-	g.metrics = newMetrics(g.registry)
-	g.caches = newCaches(g.log, g.metrics.cache, handover.Upgrading() && !g.dryRun)
-	gen, err := g.build(cfg)
+	gen, err := g.builder.build(cfg)
 	if err != nil {
-		g.caches.retain(nil)
+		g.builder.open.retainStores(nil)
 		return err
 	}
 	g.gen.Store(gen)
@@ -136,7 +137,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		return err
 	}
 	// Built without listen.dns too: a reload may add it.
-	g.dns = dnsresponder.NewServer(gen.dns, g.log)
+	g.dns = dnsresponder.NewServer(gen.dnsHandler(), g.log)
 	g.admin = admin.New(admin.Config{
 		Upstreams:    g,
 		Answers:      g,

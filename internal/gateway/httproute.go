@@ -66,30 +66,24 @@ func auditOpenError(path string, err error) error {
 // (the HTTP-aware bridge): the node's HTTP is served by the gateway and
 // sent to the route's upstreams over a pool of connections that present
 // the edge identity, from the same client side (ct) as every other
-// upstream connection of the route. The route's audit log is opened
-// (joined, when another route names the same file), except by `check`,
-// which opens no file for writing.
-func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Route, ct *certs.ClientTLS, pool *upstream.Pool) (*httpbridge.Bridge, error) {
+// upstream connection of the route. The route's audit log comes from the
+// builder's opener (run: opened, or joined when another route names the
+// same file; check: checked, not opened).
+func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Route, ct *certs.ClientTLS, pool *upstream.Pool) (*httpbridge.Bridge, error) {
 	h := rc.HTTP
 	var audit *httpbridge.AuditLog
-	switch {
-	case h.AuditLog == "":
-	case g.dryRun:
-		if err := checkAuditLog(h.AuditLog); err != nil {
+	if h.AuditLog != "" {
+		var err error
+		if audit, err = b.open.openAudit(h.AuditLog); err != nil {
 			return nil, &auditLogError{err: err}
 		}
-	default:
-		var err error
-		if audit, err = httpbridge.OpenAudit(h.AuditLog, g.log, g.metrics.http); err != nil {
-			return nil, &auditLogError{err: auditOpenError(h.AuditLog, err)}
-		}
-		gen.audits = append(gen.audits, audit)
+		gen.audits = append(gen.audits, audit) // nil (check): releases nothing
 	}
-	cache, err := g.httpCache(rc)
+	cache, err := b.httpCache(rc)
 	if err != nil {
 		return nil, err
 	}
-	b, err := httpbridge.New(httpbridge.Config{
+	br, err := httpbridge.New(httpbridge.Config{
 		Route:            rc.Name,
 		Upstreams:        pool,
 		UpstreamTLS:      checkClientTLS(ct, rc),
@@ -103,36 +97,29 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		RedirectAllow:    h.RedirectAllow,
 		Cache:            cache,
 		Audit:            audit,
-		Metrics:          g.metrics.http,
-		Log:              g.log,
+		Metrics:          b.metrics.http,
+		Log:              b.log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	gen.bridges = append(gen.bridges, b)
-	return b, nil
+	gen.bridges[rc.Name] = br
+	return br, nil
 }
 
 // httpCache is the route's http.cache over its store, kept across
-// reloads; nil without http.cache. `check` opens no store (a running
-// snigate holds its directory's lock): it checks that the directory can
-// be used.
-func (g *Gateway) httpCache(rc *config.Route) (httpbridge.Cache, error) {
+// reloads; nil without http.cache, or without a store (check opens none:
+// a running snigate holds its directory's lock).
+func (b *builder) httpCache(rc *config.Route) (httpbridge.Cache, error) {
 	c := rc.HTTP.Cache
 	if c == nil {
 		return nil, nil
 	}
-	if g.dryRun {
-		if err := checkCacheDir(c.Dir); err != nil {
-			return nil, &cacheDirError{err: err}
-		}
-		return nil, nil
-	}
-	store, err := g.caches.take(rc.Name, c)
-	if err != nil {
+	store, err := b.open.openStore(rc.Name, c)
+	if err != nil || store == nil {
 		return nil, err
 	}
-	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: store, Offline: c.Offline, Log: g.log})
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: store, Offline: c.Offline, Log: b.log})
 	if err != nil {
 		return nil, err
 	}
@@ -154,26 +141,4 @@ func redirectRoots(rc *config.Route) *x509.CertPool {
 		}
 	}
 	return pool
-}
-
-// retire ends the generation's HTTP bridges (their node connections close
-// at the next request boundary, idle upstream connections now) and
-// releases its audit logs, once a newer generation is in force or the
-// gateway has drained.
-func (gen *generation) retire() {
-	for _, b := range gen.bridges {
-		b.Close()
-	}
-	for _, a := range gen.audits {
-		a.Close()
-	}
-	gen.bridges, gen.audits = nil, nil
-}
-
-// reopenAudits reopens the generation's audit log files (SIGHUP, reload):
-// logrotate moves a file away, then signals.
-func (gen *generation) reopenAudits() {
-	for _, a := range gen.audits {
-		a.Reopen()
-	}
 }

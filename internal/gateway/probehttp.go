@@ -4,42 +4,25 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 
-	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/upstream"
 )
 
-// probeHTTPRoutes requests GET /v2/ through the client each http route
-// uses for traffic (the same builder, pool order, retries and redirects)
-// and writes one line per route. It reports whether a route failed: no
-// answer, or a status outside the route's expect_status (200 and 401 when
-// its health check is not http).
-func probeHTTPRoutes(ctx context.Context, cfg *config.Config, w io.Writer) (failed bool, err error) {
-	discard := slog.New(slog.DiscardHandler)
-	for i := range cfg.Routes {
-		rc := &cfg.Routes[i]
-		if rc.HTTP == nil {
+// probeHTTPRoutes requests GET /v2/ through the bridge the build made
+// for each http route (its client: pool order, retries and redirects, as
+// traffic) and writes one line per route. It reports whether a route
+// failed: no answer, or a status outside the route's expect_status (200
+// and 401 when its health check is not http).
+func probeHTTPRoutes(ctx context.Context, gen *generation, w io.Writer) (failed bool) {
+	for i := range gen.cfg.Routes {
+		rc := &gen.cfg.Routes[i]
+		b := gen.bridges[rc.Name]
+		if b == nil {
 			continue
 		}
-		ct, _, err := clientTLS(rc, discard, nil)
-		if err != nil {
-			return false, fmt.Errorf("route %s: %w", rc.Name, err)
-		}
-		pool, err := upstream.New(upstream.Config{Route: rc.Name, Addrs: rc.Upstreams, Balance: upstream.Balance(rc.Balance),
-			Check: upstreamCheck(rc.Health), Logger: discard})
-		if err != nil {
-			return false, fmt.Errorf("route %s: %w", rc.Name, err)
-		}
-		b, err := httpbridge.New(httpbridge.Config{Route: rc.Name, Upstreams: pool, UpstreamTLS: checkClientTLS(ct, rc),
-			ConnectTimeout: cfg.Timeouts.Connect, Redirects: rc.HTTP.Redirects, RedirectRoots: redirectRoots(rc), RedirectAllow: rc.HTTP.RedirectAllow, Log: discard})
-		if err != nil {
-			return false, fmt.Errorf("route %s: %w", rc.Name, err)
-		}
 		status, header, err := b.Probe(ctx)
-		b.Close()
 		want := upstream.DefaultExpectStatus()
 		if rc.Health.Check == config.CheckHTTP {
 			want = rc.Health.ExpectStatus
@@ -59,5 +42,5 @@ func probeHTTPRoutes(ctx context.Context, cfg *config.Config, w io.Writer) (fail
 			fmt.Fprintln(w, line)
 		}
 	}
-	return failed, nil
+	return failed
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/filewatch"
 	"github.com/snigate/snigate/internal/handover"
@@ -50,7 +49,9 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 		g.sdNotify(msg)
 	}
 	err := g.loadAndSwap(ctx)
-	g.caches.retain(g.gen.Load().cfg) // the stores of the generation in force; a rejected one's are closed
+	if err != nil {
+		g.builder.open.retainStores(g.gen.Load().cfg) // a rejected generation's own stores close
+	}
 	now := time.Now()
 	g.metrics.reloaded(err, now)
 	g.recordReload(reason, err, now)
@@ -84,7 +85,7 @@ func (g *Gateway) loadAndSwap(ctx context.Context) error {
 }
 
 func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config) (err error) {
-	gen, err := g.build(cfg)
+	gen, err := g.builder.build(cfg)
 	if err != nil {
 		return err
 	}
@@ -112,15 +113,10 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 	}
 	old.stop()
 	defer old.retire()
-	gen.adopt(old)
+	gen.Adopt(old)
 	gen.start(ctx, g.log)
 	g.sni.SetRoutes(gen.routes)
-	if nh, ok := gen.dns.(*dnsresponder.Handler); ok {
-		if oh, ok := old.dns.(*dnsresponder.Handler); ok {
-			nh.Adopt(oh)
-		}
-	}
-	g.dns.SetHandler(gen.dns)
+	g.dns.SetHandler(gen.dnsHandler())
 	g.gen.Store(gen)
 	if ch != nil {
 		g.apply(ch)
