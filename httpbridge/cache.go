@@ -2,9 +2,10 @@ package httpbridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // Cache is the optional content store in front of the registry
@@ -21,7 +22,7 @@ type Cache interface {
 
 // CacheRequest is what the bridge gives a Cache with each request.
 type CacheRequest struct {
-	API API
+	API oci.API
 	// Proxy forwards the request to the registry as without a cache
 	// (forwarded headers, healthy upstreams with retries, redirects).
 	Proxy http.Handler
@@ -56,9 +57,9 @@ func (c CacheRequest) UpstreamRequest(ctx context.Context, r *http.Request, meth
 	for _, k := range cacheDroppedHeaders {
 		out.Header.Del(k)
 	}
-	dropForwarding(out.Header)
+	oci.DropForwarding(out.Header)
 	if nc := connFrom(r.Context()); c.forwarded && nc != nil {
-		setForwarded(out.Header, nc.ip)
+		oci.SetForwarded(out.Header, nc.ip)
 	}
 	return out, nil
 }
@@ -80,20 +81,3 @@ func (c CacheRequest) SetDigest(digest string) { c.ex.setDigest(digest) }
 // marks a failure of the upstream mid-body (the node's connection then
 // ends as aborted by the upstream).
 func (c CacheRequest) Fail(err error, upstream bool) { c.ex.fail(err, upstream) }
-
-// WriteError answers w with status and an OCI error body, as the bridge
-// answers its own refusals and failures; code is an OCI error code such
-// as "UNAVAILABLE".
-func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	writeOCIError(w, status, code, msg)
-}
-
-// UpstreamErrorStatus is the status the bridge answers a request with
-// when no upstream answered it with err: 503 when none is healthy, else
-// 502.
-func UpstreamErrorStatus(err error) int {
-	if errors.Is(err, ErrNoUpstream) {
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusBadGateway
-}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -125,7 +126,7 @@ type Config struct {
 }
 
 // withDefaults validates cfg and fills in its defaults.
-func withDefaults(cfg Config) (Config, repoAllowList, error) {
+func withDefaults(cfg Config) (Config, oci.RepoAllowList, error) {
 	var errs []error
 	if cfg.Route == "" {
 		errs = append(errs, errors.New("route: want the route's name"))
@@ -134,13 +135,13 @@ func withDefaults(cfg Config) (Config, repoAllowList, error) {
 		errs = append(errs, errors.New("upstreams: want the route's upstream pool"))
 	}
 	if cfg.Methods == nil {
-		cfg.Methods = DefaultMethods()
+		cfg.Methods = oci.DefaultMethods()
 	}
 	cfg.Methods = slices.Clone(cfg.Methods)
-	if err := checkMethods(cfg.Methods); err != nil {
+	if err := oci.CheckMethods(cfg.Methods); err != nil {
 		errs = append(errs, err)
 	}
-	repos, err := newRepoAllowList(cfg.Repositories)
+	repos, err := oci.NewRepoAllowList(cfg.Repositories)
 	if err != nil {
 		errs = append(errs, err)
 	}

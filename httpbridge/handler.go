@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // ServeHTTP serves one node request: the policy's refusals in the
@@ -20,7 +22,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if nc == nil || !nc.begin() {
 		return
 	}
-	rq := &request{start: time.Now(), api: ParseURL(r.URL), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
+	rq := &request{start: time.Now(), api: oci.ParseURL(r.URL), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
 	b.cfg.Metrics.begin(b.cfg.Route)
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
@@ -50,7 +52,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request is one node request being served.
 type request struct {
 	start time.Time
-	api   API
+	api   oci.API
 	rec   *recorder
 	ex    *exchange
 	cache string
@@ -71,7 +73,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 	if ref.status == http.StatusMethodNotAllowed {
 		rq.rec.Header().Set("Allow", strings.Join(b.policy.methods, ", "))
 	}
-	writeOCIError(rq.rec, ref.status, codeDenied, bound(ref.msg, MaxAuditError)) // it may quote the node's Host or path
+	oci.WriteError(rq.rec, ref.status, oci.CodeDenied, bound(ref.msg, MaxAuditError)) // it may quote the node's Host or path
 }
 
 // finish counts the request and writes its audit record. It runs

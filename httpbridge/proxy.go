@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // copyBufferSize is the buffer of each response (and request body) being
@@ -50,9 +52,9 @@ func (b *Bridge) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Host = pr.In.Host
 	pr.Out.Host = pr.In.Host
 	pr.Out.Header.Del("Host") // an HTTP/2 node's Host header beside :authority
-	dropForwarding(pr.Out.Header)
+	oci.DropForwarding(pr.Out.Header)
 	if nc := connFrom(pr.In.Context()); b.cfg.Forwarded && nc != nil {
-		setForwarded(pr.Out.Header, nc.ip)
+		oci.SetForwarded(pr.Out.Header, nc.ip)
 	}
 }
 
@@ -80,13 +82,13 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	ex.fail(err, false)
-	status := UpstreamErrorStatus(err)
+	status := oci.UpstreamStatus(err)
 	if !errors.Is(err, errRedirect) { // the redirector logged it
 		b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
 			"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
 			"path", bound(r.URL.Path, MaxAuditField), "status", status, "err", bound(err.Error(), MaxAuditError))
 	}
-	writeOCIError(w, status, codeUnavailable, NodeMessage(err))
+	oci.WriteError(w, status, oci.CodeUnavailable, oci.NodeMessage(err))
 }
 
 // badBody answers a request whose body could not be read from the node
@@ -96,6 +98,6 @@ func (b *Bridge) badBody(w http.ResponseWriter, r *http.Request, err error) {
 	b.warn.log(b.log, slog.LevelWarn, "body", "http request body unreadable",
 		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
 		"path", bound(r.URL.Path, MaxAuditField), "status", http.StatusBadRequest, "err", bound(err.Error(), MaxAuditError))
-	writeOCIError(w, http.StatusBadRequest, codeUnsupported,
+	oci.WriteError(w, http.StatusBadRequest, oci.CodeUnsupported,
 		"the request body could not be read (malformed chunked framing, or cut short): "+bound(err.Error(), MaxAuditError))
 }

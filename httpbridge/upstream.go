@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -22,7 +23,7 @@ const upstreamStreamBuffer = 256 << 10
 
 // ErrNoUpstream: every upstream of the route is down, draining or in
 // maintenance; the node gets 503.
-var ErrNoUpstream = errors.New("no healthy upstream")
+var ErrNoUpstream = oci.ErrNoUpstream
 
 // errConnectTimeout is the cause of an attempt that ran out of
 // ConnectTimeout.

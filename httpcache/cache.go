@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/regcache"
 )
 
@@ -68,16 +69,16 @@ func (c *Cache) ServeCache(w http.ResponseWriter, r *http.Request, req httpbridg
 		return ""
 	}
 	switch {
-	case req.API.Digest != "" && (req.API.Kind == httpbridge.KindBlob || req.API.Kind == httpbridge.KindManifest):
+	case req.API.Digest != "" && (req.API.Kind == oci.KindBlob || req.API.Kind == oci.KindManifest):
 		res := c.serveDigest(w, r, req)
 		if res != "" {
 			c.cfg.Store.CountRequest(res)
 		}
 		return string(res)
-	case req.API.Kind == httpbridge.KindManifest:
+	case req.API.Kind == oci.KindManifest:
 		c.serveTag(w, r, req)
 		return ""
-	case req.API.Kind == httpbridge.KindBase && c.cfg.Offline:
+	case req.API.Kind == oci.KindBase && c.cfg.Offline:
 		return c.serveBase(w, r, req)
 	}
 	req.Proxy.ServeHTTP(w, r)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/regcache"
 )
 
@@ -64,7 +65,7 @@ func (c *Cache) upstreamFailed(w http.ResponseWriter, r *http.Request, req httpb
 	if r.Context().Err() != nil {
 		return // the node went away
 	}
-	httpbridge.WriteError(w, httpbridge.UpstreamErrorStatus(err), "UNAVAILABLE", httpbridge.NodeMessage(err))
+	oci.WriteError(w, oci.UpstreamStatus(err), oci.CodeUnavailable, oci.NodeMessage(err))
 }
 
 // fillFailed answers a request whose fill failed before its first byte.
@@ -75,8 +76,8 @@ func (c *Cache) fillFailed(w http.ResponseWriter, r *http.Request, req httpbridg
 	}
 	var st *statusError
 	if errors.As(err, &st) && st.status/100 == 4 {
-		httpbridge.WriteError(w, st.status, "DENIED", err.Error())
+		oci.WriteError(w, st.status, oci.CodeDenied, err.Error())
 		return
 	}
-	httpbridge.WriteError(w, http.StatusBadGateway, "UNAVAILABLE", httpbridge.NodeMessage(err))
+	oci.WriteError(w, http.StatusBadGateway, oci.CodeUnavailable, oci.NodeMessage(err))
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/regcache"
 )
 
@@ -15,7 +16,7 @@ func (c *Cache) serveOffline(w http.ResponseWriter, r *http.Request, req httpbri
 	e, ok := c.cfg.Store.Get(r.Context(), req.API.Digest)
 	if !ok {
 		req.Fail(err, false)
-		httpbridge.WriteError(w, http.StatusServiceUnavailable, "UNAVAILABLE",
+		oci.WriteError(w, http.StatusServiceUnavailable, oci.CodeUnavailable,
 			fmt.Sprintf("no upstream answers and the cache does not hold %s: %v", req.API.Digest, err))
 		return regcache.Miss
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/regcache"
 )
 
@@ -49,7 +50,7 @@ func (c *Cache) relayTag(w http.ResponseWriter, r *http.Request, req httpbridge.
 	}
 	req.Fail(err, false)
 	if r.Context().Err() == nil {
-		httpbridge.WriteError(w, http.StatusServiceUnavailable, "UNAVAILABLE",
+		oci.WriteError(w, http.StatusServiceUnavailable, oci.CodeUnavailable,
 			fmt.Sprintf("no upstream answers and the cache keeps no tags (ask by digest): %v", err))
 	}
 }
