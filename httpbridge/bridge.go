@@ -27,6 +27,8 @@ type Bridge struct {
 	proxy  *httputil.ReverseProxy
 	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
 	warn   warnLimiter
+	// next is what admitted requests go to: the chain over proxy.
+	next http.Handler
 
 	mu     sync.Mutex
 	conns  map[*nodeConn]struct{}
@@ -50,6 +52,7 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b.client = newUpstreamClient(&b.cfg)
 	b.proxy = b.newProxy()
+	b.next = b.chainHandler()
 	cfg.Metrics.InitRoute(cfg.Route)
 	return b, nil
 }

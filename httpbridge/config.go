@@ -119,7 +119,9 @@ type Config struct {
 	// nil: none.
 	RedirectAllow []netip.Prefix
 
-	Cache   Cache     // nil: no cache (the audit's cache is "")
+	// Chain builds the links between the policy and the proxy (the
+	// cache); nil: none, and the audit's cache is "".
+	Chain   Chain
 	Audit   *AuditLog // nil: no audit records; the caller closes it
 	Metrics *Metrics  // nil: no metrics
 	Log     *slog.Logger

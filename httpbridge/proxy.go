@@ -61,9 +61,9 @@ func (b *Bridge) rewrite(pr *httputil.ProxyRequest) {
 // modifyResponse notes the response's digest and watches its body for an
 // upstream failing mid-body.
 func (b *Bridge) modifyResponse(resp *http.Response) error {
-	ex := exchangeFrom(resp.Request.Context())
-	ex.setDigest(resp.Header.Get("Docker-Content-Digest"))
-	resp.Body = &watchedBody{ReadCloser: resp.Body, ex: ex}
+	ann := oci.AnnotationFrom(resp.Request.Context())
+	ann.SetDigest(resp.Header.Get("Docker-Content-Digest"))
+	resp.Body = &watchedBody{ReadCloser: resp.Body, ann: ann}
 	return nil
 }
 
@@ -72,16 +72,16 @@ func (b *Bridge) modifyResponse(resp *http.Response) error {
 // reading the node's request body failed (malformed chunked framing);
 // nothing when the node left.
 func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	ex := exchangeFrom(r.Context())
+	ann := oci.AnnotationFrom(r.Context())
 	if r.Context().Err() != nil {
-		ex.fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
+		ann.Fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
 		return
 	}
-	if berr := ex.nodeBodyErr(); berr != nil {
+	if berr := ann.BodyErr(); berr != nil {
 		b.badBody(w, r, berr)
 		return
 	}
-	ex.fail(err, false)
+	ann.Fail(err, false)
 	status := oci.UpstreamStatus(err)
 	if !errors.Is(err, errRedirect) { // the redirector logged it
 		b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
@@ -94,7 +94,7 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 // badBody answers a request whose body could not be read from the node
 // (malformed chunked framing) with 400 and an OCI error body.
 func (b *Bridge) badBody(w http.ResponseWriter, r *http.Request, err error) {
-	exchangeFrom(r.Context()).fail(err, false)
+	oci.AnnotationFrom(r.Context()).Fail(err, false)
 	b.warn.log(b.log, slog.LevelWarn, "body", "http request body unreadable",
 		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
 		"path", bound(r.URL.Path, MaxAuditField), "status", http.StatusBadRequest, "err", bound(err.Error(), MaxAuditError))

@@ -155,7 +155,7 @@ func (u *upstreamClient) try(req *http.Request, h *upstream.Host) (*http.Respons
 		release()
 		return nil, fmt.Errorf("upstream %s: %w", h.Addr(), err)
 	}
-	exchangeFrom(req.Context()).setUpstream(h.Addr())
+	oci.AnnotationFrom(req.Context()).SetUpstream(h.Addr())
 	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
 }

@@ -85,7 +85,7 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		}
 		gen.audits = append(gen.audits, audit)
 	}
-	cache, err := g.httpCache(rc)
+	chain, err := g.httpChain(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		Redirects:        h.Redirects,
 		RedirectRoots:    redirectRoots(rc),
 		RedirectAllow:    h.RedirectAllow,
-		Cache:            cache,
+		Chain:            chain,
 		Audit:            audit,
 		Metrics:          g.metrics.http,
 		Log:              g.log,
@@ -113,11 +113,12 @@ func (g *Gateway) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 	return b, nil
 }
 
-// httpCache is the route's http.cache over its store, kept across
-// reloads; nil without http.cache. `check` opens no store (a running
-// snigate holds its directory's lock): it checks that the directory can
-// be used.
-func (g *Gateway) httpCache(rc *config.Route) (httpbridge.Cache, error) {
+// httpChain composes the links of the route's HTTP chain between the
+// bridge's policy and its proxy: the route's http.cache over its store,
+// kept across reloads; nil without http.cache. `check` opens no store (a
+// running snigate holds its directory's lock): it checks that the
+// directory can be used.
+func (g *Gateway) httpChain(rc *config.Route) (httpbridge.Chain, error) {
 	c := rc.HTTP.Cache
 	if c == nil {
 		return nil, nil
@@ -132,11 +133,11 @@ func (g *Gateway) httpCache(rc *config.Route) (httpbridge.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: store, Offline: c.Offline, Log: g.log})
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: cacheStore{c: store}, Offline: c.Offline, Log: g.log})
 	if err != nil {
 		return nil, err
 	}
-	return hc, nil
+	return hc.Wrap, nil
 }
 
 // redirectRoots is what a followed redirect trusts: the system roots plus
