@@ -12,7 +12,10 @@
 //   - OCI error bodies and codes, and what a node is told of an upstream
 //     failure (errors.go: WriteError, CodeDenied, ErrNoUpstream,
 //     UpstreamStatus, NodeMessage);
-//   - the hop-by-hop and forwarding header sets (headers.go).
+//   - the hop-by-hop and forwarding header sets (headers.go);
+//   - the annotation on a request's context that carries the facts of its
+//     audit record between the links of the chain (annotation.go:
+//     NewAnnotation, WithAnnotation, AnnotationFrom, RequestAPI).
 //
 // Usage:
 //
