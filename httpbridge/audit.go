@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // DefaultAuditQueue is how many records wait for the writer of one audit
@@ -27,7 +29,7 @@ type AuditRecord struct {
 	Client   string // the node's ip:port
 	Node     string // the node's identity, "" without one
 	Method   string
-	API      API           // repository, kind, reference, digest from the path
+	API      oci.API       // repository, kind, reference, digest from the path
 	Digest   string        // the path's digest, else the response's Docker-Content-Digest
 	Status   int           // the status answered; 0: none (the node left first)
 	Bytes    int64         // response body bytes written to the node
@@ -46,22 +48,22 @@ type AuditRecord struct {
 
 // auditLine is the record's JSON form, fields in the contract's order.
 type auditLine struct {
-	Time       string  `json:"time"`
-	Route      string  `json:"route"`
-	Client     string  `json:"client"`
-	Node       string  `json:"node"`
-	Method     string  `json:"method"`
-	Repository string  `json:"repository"`
-	Kind       Kind    `json:"kind"`
-	Reference  string  `json:"reference"`
-	From       string  `json:"from,omitempty"` // a blob mount's source repository
-	Digest     string  `json:"digest"`
-	Status     int     `json:"status"`
-	Bytes      int64   `json:"bytes"`
-	DurationMS float64 `json:"duration_ms"`
-	Cache      string  `json:"cache"`
-	Upstream   string  `json:"upstream"`
-	Error      string  `json:"error"`
+	Time       string   `json:"time"`
+	Route      string   `json:"route"`
+	Client     string   `json:"client"`
+	Node       string   `json:"node"`
+	Method     string   `json:"method"`
+	Repository string   `json:"repository"`
+	Kind       oci.Kind `json:"kind"`
+	Reference  string   `json:"reference"`
+	From       string   `json:"from,omitempty"` // a blob mount's source repository
+	Digest     string   `json:"digest"`
+	Status     int      `json:"status"`
+	Bytes      int64    `json:"bytes"`
+	DurationMS float64  `json:"duration_ms"`
+	Cache      string   `json:"cache"`
+	Upstream   string   `json:"upstream"`
+	Error      string   `json:"error"`
 	// Conn joins the record to its connection's log line (`conn`).
 	Conn string `json:"conn,omitempty"`
 	// Suppressed: how many more refusals of the same client, route and

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/snigate/snigate/oci"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -22,7 +24,7 @@ func sampleRecord(route string, i int) *AuditRecord {
 	return &AuditRecord{
 		Time: time.Date(2026, 12, 1, 8, 0, 0, 123456789, time.FixedZone("CET", 3600)), Route: route,
 		Client: "10.0.0.21:53312", Node: "system:node:worker-3", Method: "GET",
-		API:    API{Kind: KindManifest, Repository: "team/app", Reference: "v1.2"},
+		API:    oci.API{Kind: oci.KindManifest, Repository: "team/app", Reference: "v1.2"},
 		Digest: dgst, Status: 200, Bytes: int64(1234 + i), Duration: 12500 * time.Microsecond, Upstream: "10.1.0.10:443",
 	}
 }

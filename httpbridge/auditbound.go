@@ -3,6 +3,8 @@ package httpbridge
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // Bounds of the audit record's strings, in bytes of their JSON form.
@@ -69,7 +71,7 @@ func (l auditLine) bounded() auditLine {
 		&l.Digest, &l.Cache, &l.Upstream} {
 		*f = bound(*f, MaxAuditField)
 	}
-	l.Kind = Kind(bound(string(l.Kind), MaxAuditField))
+	l.Kind = oci.Kind(bound(string(l.Kind), MaxAuditField))
 	l.Error = bound(l.Error, MaxAuditError)
 	return l
 }

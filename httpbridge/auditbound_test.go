@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 	"unicode/utf8"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // TestAuditBound: a string whose JSON form exceeds the bound is cut at a
@@ -57,7 +59,7 @@ func TestAuditRecordBounded(t *testing.T) {
 	a := newMemAudit(t, quiet, nil)
 	huge := strings.Repeat("\x01x", 1<<20)
 	rec := &AuditRecord{Time: time.Now(), Route: huge, Client: huge, Node: huge, Method: huge,
-		API:    API{Kind: Kind(huge), Repository: huge, Reference: huge},
+		API:    oci.API{Kind: oci.Kind(huge), Repository: huge, Reference: huge},
 		Digest: huge, Cache: huge, Upstream: huge, Error: huge}
 	a.log.Write(rec)
 	a.wait(t, 1)

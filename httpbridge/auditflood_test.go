@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/snigate/snigate/internal/memregistry"
+	"github.com/snigate/snigate/oci"
 )
 
 // floodRequests bounds each flood of these tests.
@@ -197,20 +198,20 @@ func refusedTotal(tb testing.TB, m *Metrics) float64 {
 // checkPullAudited: the pull's records are all there, whole, 200 each.
 func checkPullAudited(t *testing.T, lines []string) {
 	t.Helper()
-	kinds := map[Kind]int{}
+	kinds := map[oci.Kind]int{}
 	for _, l := range lines {
 		rec := parseAuditLine(t, l)
 		if rec.Status == http.StatusMisdirectedRequest {
 			continue // the flood's summary, at its window's end
 		}
-		if rec.Repository != "team/app" && rec.Kind != KindBase || rec.Suppressed != 0 || strings.Contains(l, "truncated") {
+		if rec.Repository != "team/app" && rec.Kind != oci.KindBase || rec.Suppressed != 0 || strings.Contains(l, "truncated") {
 			t.Errorf("pull record %s", l)
 		}
 		if rec.Status == http.StatusOK {
 			kinds[rec.Kind]++
 		}
 	}
-	if kinds[KindManifest] < 1 || kinds[KindBlob] < 2 {
+	if kinds[oci.KindManifest] < 1 || kinds[oci.KindBlob] < 2 {
 		t.Errorf("pull records by kind %v, want the manifest and the config and layer blobs:\n%s", kinds, strings.Join(lines, "\n"))
 	}
 }
@@ -237,7 +238,7 @@ func TestOversizedRequestHeaders(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /v2/: %d %s", resp.StatusCode, body)
 	}
-	if lines := w.audit.wait(t, 1); len(w.audit.sink.lines()) != 1 || lines[0].Kind != KindBase {
+	if lines := w.audit.wait(t, 1); len(w.audit.sink.lines()) != 1 || lines[0].Kind != oci.KindBase {
 		t.Errorf("audit %q, want only the GET /v2/", w.audit.sink.lines())
 	}
 }

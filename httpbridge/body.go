@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // DefaultChunkedPreread is how much of a chunked HTTP/1.1 request body is
@@ -26,12 +28,12 @@ var errNodeBody = errors.New("reading the request body from the node")
 // r.Body with what was read followed by the rest. Every other body is
 // left as it is, watched so that a failed read is the node's error (an
 // HTTP/2 body's framing is the HTTP/2 server's to check).
-func prereadBody(r *http.Request, ex *exchange) error {
+func prereadBody(r *http.Request, ann *oci.Annotation) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
 	if r.ProtoMajor != 1 || len(r.TransferEncoding) == 0 {
-		r.Body = &nodeBody{ReadCloser: r.Body, ex: ex}
+		r.Body = &nodeBody{ReadCloser: r.Body, ann: ann}
 		return nil
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, DefaultChunkedPreread+1))
@@ -43,7 +45,7 @@ func prereadBody(r *http.Request, ex *exchange) error {
 		r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(data)), int64(len(data)), nil
 		return nil
 	}
-	r.Body = &nodeBody{ReadCloser: readCloser{io.MultiReader(bytes.NewReader(data), r.Body), r.Body}, ex: ex}
+	r.Body = &nodeBody{ReadCloser: readCloser{io.MultiReader(bytes.NewReader(data), r.Body), r.Body}, ann: ann}
 	return nil
 }
 
@@ -53,17 +55,17 @@ type readCloser struct {
 	io.Closer
 }
 
-// nodeBody records, in the request's exchange, the first failure reading
+// nodeBody records, in the request's annotation, the first failure reading
 // the node's request body while it streams upstream.
 type nodeBody struct {
 	io.ReadCloser
-	ex *exchange
+	ann *oci.Annotation
 }
 
 func (b *nodeBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
-		b.ex.failBody(fmt.Errorf("%w: %w", errNodeBody, err))
+		b.ann.FailBody(fmt.Errorf("%w: %w", errNodeBody, err))
 	}
 	return n, err
 }

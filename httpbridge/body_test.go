@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // bodyUpstream reads each request's body whole and answers 201 with its
@@ -99,8 +101,8 @@ func TestMalformedChunkedBodyGets400BeforeUpstream(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before, _ := bu.seen()
 			resp, body := w.rawRequest(t, head+tt.body, tt.closeWrite)
-			var oci ociErrors
-			if resp.StatusCode != tt.status || tt.status == 400 && (json.Unmarshal([]byte(body), &oci) != nil || len(oci.Errors) != 1) {
+			var eb oci.ErrorBody
+			if resp.StatusCode != tt.status || tt.status == 400 && (json.Unmarshal([]byte(body), &eb) != nil || len(eb.Errors) != 1) {
 				t.Fatalf("status %d body %q, want %d (an OCI error body for 400)", resp.StatusCode, body, tt.status)
 			}
 			n, bodies := bu.seen()

@@ -28,6 +28,8 @@ type Bridge struct {
 	proxy  *httputil.ReverseProxy
 	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
 	warn   warnLimiter
+	// next is what admitted requests go to: the chain over proxy.
+	next http.Handler
 
 	// Tests only: eventFunc is called at points of each connection's life;
 	// idleTimerFunc starts the idle timers instead of time.AfterFunc.
@@ -56,6 +58,7 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b.client = newUpstreamClient(&b.cfg)
 	b.proxy = b.newProxy()
+	b.next = b.chainHandler()
 	cfg.Metrics.InitRoute(cfg.Route)
 	return b, nil
 }

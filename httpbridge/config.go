@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -118,14 +119,16 @@ type Config struct {
 	// nil: none.
 	RedirectAllow []netip.Prefix
 
-	Cache   Cache     // nil: no cache (the audit's cache is "")
+	// Chain builds the links between the policy and the proxy (the
+	// cache); nil: none, and the audit's cache is "".
+	Chain   Chain
 	Audit   *AuditLog // nil: no audit records; the caller closes it
 	Metrics *Metrics  // nil: no metrics
 	Log     *slog.Logger
 }
 
 // withDefaults validates cfg and fills in its defaults.
-func withDefaults(cfg Config) (Config, repoAllowList, error) {
+func withDefaults(cfg Config) (Config, oci.RepoAllowList, error) {
 	var errs []error
 	if cfg.Route == "" {
 		errs = append(errs, errors.New("route: want the route's name"))
@@ -134,13 +137,13 @@ func withDefaults(cfg Config) (Config, repoAllowList, error) {
 		errs = append(errs, errors.New("upstreams: want the route's upstream pool"))
 	}
 	if cfg.Methods == nil {
-		cfg.Methods = DefaultMethods()
+		cfg.Methods = oci.DefaultMethods()
 	}
 	cfg.Methods = slices.Clone(cfg.Methods)
-	if err := checkMethods(cfg.Methods); err != nil {
+	if err := oci.CheckMethods(cfg.Methods); err != nil {
 		errs = append(errs, err)
 	}
-	repos, err := newRepoAllowList(cfg.Repositories)
+	repos, err := oci.NewRepoAllowList(cfg.Repositories)
 	if err != nil {
 		errs = append(errs, err)
 	}

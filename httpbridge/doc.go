@@ -33,8 +33,11 @@
 // Each request is checked in the contract's order: Host against the
 // connection's SNI (421), method (405), repository (403); a refusal gets
 // an OCI error body with code DENIED and never reaches the registry. The
-// URL is parsed once (ParseURL) into an API value that policy, audit and
-// the cache read. A GET or HEAD whose upstream fails before answering is
+// URL is parsed once (oci.ParseURL) into an oci.API value that policy,
+// audit and the links of the chain read. Admitted requests go down the
+// chain Config.Chain builds (the cache: package httpcache) to the proxy;
+// the links report the facts of the audit record in the request's
+// oci.Annotation. A GET or HEAD whose upstream fails before answering is
 // sent to the next candidate; with no healthy upstream the node gets 503,
 // when all fail 502, both with an OCI error body UNAVAILABLE. Bodies are
 // streamed with bounded buffers both ways; a node going away cancels the

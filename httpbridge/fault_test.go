@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snigate/snigate/internal/testnet"
+	"github.com/snigate/snigate/oci"
 )
 
 // noLeaks fails tb if a goroutine started during the test outlives it
@@ -26,11 +27,11 @@ func noLeaks(tb testing.TB) {
 
 func ociCode(tb testing.TB, body string) string {
 	tb.Helper()
-	var oci ociErrors
-	if err := json.Unmarshal([]byte(body), &oci); err != nil || len(oci.Errors) != 1 {
+	var eb oci.ErrorBody
+	if err := json.Unmarshal([]byte(body), &eb); err != nil || len(eb.Errors) != 1 {
 		tb.Fatalf("body %q is not one OCI error (%v)", body, err)
 	}
-	return oci.Errors[0].Code
+	return eb.Errors[0].Code
 }
 
 // TestRetryOnDeadUpstream: a GET whose first candidate refuses the
@@ -157,7 +158,7 @@ func TestUpstreamDiesMidBlob(t *testing.T) {
 				t.Fatalf("node read %d bytes with error %v, want a failed read", n, err)
 			}
 			rec := w.audit.wait(t, 1)[0]
-			if rec.Status != 200 || rec.Error == "" || rec.Bytes >= 1<<20 || rec.Digest != dgst || rec.Kind != KindBlob {
+			if rec.Status != 200 || rec.Error == "" || rec.Bytes >= 1<<20 || rec.Digest != dgst || rec.Kind != oci.KindBlob {
 				t.Errorf("audit %+v, want status 200, the blob's digest, an error and a short byte count", rec)
 			}
 			if proto == "http/1.1" {

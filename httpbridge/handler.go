@@ -9,18 +9,21 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // ServeHTTP serves one node request: the policy's refusals in the
-// contract's order, then the cache when the route has one, else the
-// reverse proxy to the registry; one audit record and the http metrics
+// contract's order, then the chain (Config.Chain: the cache when the
+// route has one) over the reverse proxy to the registry; one audit record and the http metrics
 // at the end, also when the response is aborted.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	nc := connFrom(r.Context())
 	if nc == nil || !nc.begin() {
 		return
 	}
-	rq := &request{start: time.Now(), api: ParseURL(r.URL), rec: &recorder{ResponseWriter: w}, ex: &exchange{}}
+	api := oci.ParseURL(r.URL)
+	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api)}
 	b.cfg.Metrics.begin(b.cfg.Route)
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
@@ -28,32 +31,25 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.refuse(rq, r, nc, ref)
 		return
 	}
-	r = r.WithContext(withExchange(r.Context(), rq.ex)) // a copy: net/http's own request stays as it came
-	r.Host = host                                       // what the registry gets is what the check approved
-	if err := prereadBody(r, rq.ex); err != nil {
+	r = r.WithContext(oci.WithAnnotation(r.Context(), rq.ann)) // a copy: net/http's own request stays as it came
+	r.Host = host                                              // what the registry gets is what the check approved
+	if err := prereadBody(r, rq.ann); err != nil {
 		b.badBody(rq.rec, r, err)
 		return
 	}
 	if r.Context().Err() != nil { // an HTTP/2 stream the node reset already
-		rq.ex.fail(fmt.Errorf("the node went away before the request was forwarded: %w", context.Cause(r.Context())), false)
+		rq.ann.Fail(fmt.Errorf("the node went away before the request was forwarded: %w", context.Cause(r.Context())), false)
 		return
 	}
-	if b.cfg.Cache == nil {
-		b.proxy.ServeHTTP(rq.rec, r)
-		return
-	}
-	rq.cache = b.cfg.Cache.ServeCache(rq.rec, r, CacheRequest{
-		API: rq.api, Proxy: b.proxy, Upstream: b.client, forwarded: b.cfg.Forwarded, ex: rq.ex,
-	})
+	b.next.ServeHTTP(rq.rec, r)
 }
 
 // request is one node request being served.
 type request struct {
 	start time.Time
-	api   API
+	api   oci.API
 	rec   *recorder
-	ex    *exchange
-	cache string
+	ann   *oci.Annotation // the facts the links report
 	// refusal is the policy's reason when the gateway refused the
 	// request itself, for the audit's aggregation.
 	refusal string
@@ -61,7 +57,7 @@ type request struct {
 
 // refuse answers a refused request with the OCI error DENIED.
 func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal) {
-	rq.ex.fail(errors.New("refused: "+ref.msg), false)
+	rq.ann.Fail(errors.New("refused: "+ref.msg), false)
 	rq.refusal = ref.reason
 	b.cfg.Metrics.refusal(b.cfg.Route, ref.reason)
 	b.warn.log(b.log, slog.LevelWarn, "refused/"+ref.reason, "http request refused",
@@ -71,7 +67,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 	if ref.status == http.StatusMethodNotAllowed {
 		rq.rec.Header().Set("Allow", strings.Join(b.policy.methods, ", "))
 	}
-	writeOCIError(rq.rec, ref.status, codeDenied, bound(ref.msg, MaxAuditError)) // it may quote the node's Host or path
+	oci.WriteError(rq.rec, ref.status, oci.CodeDenied, bound(ref.msg, MaxAuditError)) // it may quote the node's Host or path
 }
 
 // finish counts the request and writes its audit record. It runs
@@ -79,7 +75,8 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 // http.ErrAbortHandler, which it passes on).
 func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	p := recover()
-	up, digest, err, aborted := rq.ex.snapshot()
+	facts := rq.ann.Facts()
+	up, digest, err, aborted := facts.Upstream, facts.Digest, facts.Err, facts.Aborted
 	if err == nil && rq.rec.err != nil {
 		err = rq.rec.err
 	}
@@ -99,7 +96,7 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	rec := &AuditRecord{
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
 		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
-		Cache: rq.cache, Upstream: up, Refusal: rq.refusal, Conn: nc.ID,
+		Cache: facts.Cache, Upstream: up, Refusal: rq.refusal, Conn: nc.ID,
 	}
 	nc.UsedUpstream(up)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // TestHostIsWhatTheCheckApproved: over HTTP/1.1 and HTTP/2, a Host that
@@ -67,9 +69,9 @@ func TestHostIsWhatTheCheckApproved(t *testing.T) {
 // assertMisdirected checks a 421 DENIED answer naming host as received.
 func assertMisdirected(t *testing.T, resp *http.Response, body, host string) {
 	t.Helper()
-	var oci ociErrors
-	if resp.StatusCode != http.StatusMisdirectedRequest || json.Unmarshal([]byte(body), &oci) != nil || len(oci.Errors) != 1 ||
-		!strings.Contains(oci.Errors[0].Message, "Host "+strconv.Quote(host)) {
+	var eb oci.ErrorBody
+	if resp.StatusCode != http.StatusMisdirectedRequest || json.Unmarshal([]byte(body), &eb) != nil || len(eb.Errors) != 1 ||
+		!strings.Contains(eb.Errors[0].Message, "Host "+strconv.Quote(host)) {
 		t.Errorf("status %d body %s, want 421 DENIED naming Host %q", resp.StatusCode, body, host)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // Metrics are the httpbridge package's Prometheus series. Build them once
@@ -124,7 +126,7 @@ func (m *Metrics) begin(route string) {
 }
 
 // done counts a finished request.
-func (m *Metrics) done(route string, kind Kind, status int, d time.Duration) {
+func (m *Metrics) done(route string, kind oci.Kind, status int, d time.Duration) {
 	if m == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snigate/snigate/names"
+	"github.com/snigate/snigate/oci"
 )
 
 // policy is what a route lets through, checked in the contract's order:
@@ -16,7 +17,7 @@ import (
 type policy struct {
 	route   string
 	methods []string
-	repos   repoAllowList
+	repos   oci.RepoAllowList
 }
 
 // refusal is a request the policy turned away before it reached the
@@ -31,7 +32,7 @@ type refusal struct {
 // check returns the Host the registry gets for r (whose connection's
 // SNI is sni, accepted on listener port port, and whose path parsed as
 // api), or why r is refused.
-func (p *policy) check(r *http.Request, sni string, port int, api API) (string, *refusal) {
+func (p *policy) check(r *http.Request, sni string, port int, api oci.API) (string, *refusal) {
 	host, ok := upstreamHost(r.Host, sni, port)
 	if !ok {
 		return "", &refusal{http.StatusMisdirectedRequest, "host", fmt.Sprintf(
@@ -43,13 +44,13 @@ func (p *policy) check(r *http.Request, sni string, port int, api API) (string, 
 
 // checkRequest returns why r, whose Host was admitted, is refused by the
 // route's methods or repositories, or nil.
-func (p *policy) checkRequest(r *http.Request, api API) *refusal {
+func (p *policy) checkRequest(r *http.Request, api oci.API) *refusal {
 	if !slices.Contains(p.methods, r.Method) {
 		return &refusal{http.StatusMethodNotAllowed, "method", fmt.Sprintf(
 			"method %s is not allowed on route %q (allowed: %s): add it to routes[].http.methods to let nodes use it",
 			r.Method, p.route, strings.Join(p.methods, ", "))}
 	}
-	if len(p.repos) == 0 || api.Kind == KindBase {
+	if len(p.repos) == 0 || api.Kind == oci.KindBase {
 		return nil
 	}
 	if api.Repository == "" {
@@ -57,7 +58,7 @@ func (p *policy) checkRequest(r *http.Request, api API) *refusal {
 			"route %q allows only the repositories of routes[].http.repositories, and %s %s names none of them (kind %s)",
 			p.route, r.Method, r.URL.Path, api.Kind)}
 	}
-	if !p.repos.allows(api.Repository) {
+	if !p.repos.Allows(api.Repository) {
 		return &refusal{http.StatusForbidden, "repository", fmt.Sprintf(
 			"repository %q is not in the allow-list of route %q: add it (or a pattern such as \"team/*\") to routes[].http.repositories",
 			api.Repository, p.route)}
@@ -68,9 +69,9 @@ func (p *policy) checkRequest(r *http.Request, api API) *refusal {
 // checkMount returns why a cross-repository blob mount is refused under
 // the allow-list: its source repository (from) is outside it, or it names
 // none (the registry may then mount from any repository it chooses).
-func (p *policy) checkMount(api API) *refusal {
+func (p *policy) checkMount(api oci.API) *refusal {
 	switch {
-	case api.From != "" && !p.repos.allows(api.From):
+	case api.From != "" && !p.repos.Allows(api.From):
 		return &refusal{http.StatusForbidden, "repository", fmt.Sprintf(
 			"repository %q (the from of a blob mount into %q) is not in the allow-list of route %q: add it to routes[].http.repositories, or push the blob itself",
 			api.From, api.Repository, p.route)}
@@ -104,20 +105,6 @@ func upstreamHost(hostport, sni string, port int) (string, bool) {
 		return name + ":" + p, true
 	}
 	return "", false
-}
-
-// DefaultMethods are the methods of a zero Config.Methods: a read-only
-// bridge.
-func DefaultMethods() []string { return []string{http.MethodGet, http.MethodHead} }
-
-// checkMethods validates configured methods: HTTP tokens in upper case.
-func checkMethods(methods []string) error {
-	for i, m := range methods {
-		if m == "" || strings.ToUpper(m) != m || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
-			return fmt.Errorf("methods[%d] %q: want an HTTP method in upper case, such as GET, HEAD, POST, PUT, PATCH or DELETE", i, m)
-		}
-	}
-	return nil
 }
 
 // requestHost is the canonical host of a host[:port] value without its

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // echoUpstream answers 200 "ok" to everything and records what it saw.
@@ -79,9 +81,9 @@ func TestRefusals(t *testing.T) {
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d; body %s", resp.StatusCode, tt.status, body)
 			}
-			var oci ociErrors
-			if err := json.Unmarshal([]byte(body), &oci); err != nil || len(oci.Errors) != 1 || oci.Errors[0].Code != "DENIED" ||
-				!strings.Contains(oci.Errors[0].Message, tt.msg) {
+			var eb oci.ErrorBody
+			if err := json.Unmarshal([]byte(body), &eb); err != nil || len(eb.Errors) != 1 || eb.Errors[0].Code != "DENIED" ||
+				!strings.Contains(eb.Errors[0].Message, tt.msg) {
 				t.Errorf("body %s (%v), want one DENIED error saying %q", body, err, tt.msg)
 			}
 			if tt.status == 405 && resp.Header.Get("Allow") != "GET, HEAD" {
@@ -160,7 +162,7 @@ func TestForwardedHeaders(t *testing.T) {
 					t.Errorf("registry saw %s: %q, want %q", k, got, v)
 				}
 			}
-			if rec := w.audit.wait(t, 1)[0]; rec.Digest != dgst || rec.Kind != KindManifest || rec.Reference != "v1" || rec.Repository != "team/app" {
+			if rec := w.audit.wait(t, 1)[0]; rec.Digest != dgst || rec.Kind != oci.KindManifest || rec.Reference != "v1" || rec.Repository != "team/app" {
 				t.Errorf("audit %+v, want the response's digest for a manifest by tag", rec)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // copyBufferSize is the buffer of each response (and request body) being
@@ -50,18 +52,18 @@ func (b *Bridge) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Host = pr.In.Host
 	pr.Out.Host = pr.In.Host
 	pr.Out.Header.Del("Host") // an HTTP/2 node's Host header beside :authority
-	dropForwarding(pr.Out.Header)
+	oci.DropForwarding(pr.Out.Header)
 	if nc := connFrom(pr.In.Context()); b.cfg.Forwarded && nc != nil {
-		setForwarded(pr.Out.Header, nc.ip)
+		oci.SetForwarded(pr.Out.Header, nc.ip)
 	}
 }
 
 // modifyResponse notes the response's digest and watches its body for an
 // upstream failing mid-body.
 func (b *Bridge) modifyResponse(resp *http.Response) error {
-	ex := exchangeFrom(resp.Request.Context())
-	ex.setDigest(resp.Header.Get("Docker-Content-Digest"))
-	resp.Body = &watchedBody{ReadCloser: resp.Body, ex: ex}
+	ann := oci.AnnotationFrom(resp.Request.Context())
+	ann.SetDigest(resp.Header.Get("Docker-Content-Digest"))
+	resp.Body = &watchedBody{ReadCloser: resp.Body, ann: ann}
 	return nil
 }
 
@@ -70,32 +72,32 @@ func (b *Bridge) modifyResponse(resp *http.Response) error {
 // reading the node's request body failed (malformed chunked framing);
 // nothing when the node left.
 func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	ex := exchangeFrom(r.Context())
+	ann := oci.AnnotationFrom(r.Context())
 	if r.Context().Err() != nil {
-		ex.fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
+		ann.Fail(fmt.Errorf("the node went away before the answer: %w", context.Cause(r.Context())), false)
 		return
 	}
-	if berr := ex.nodeBodyErr(); berr != nil {
+	if berr := ann.BodyErr(); berr != nil {
 		b.badBody(w, r, berr)
 		return
 	}
-	ex.fail(err, false)
-	status := UpstreamErrorStatus(err)
+	ann.Fail(err, false)
+	status := oci.UpstreamStatus(err)
 	if !errors.Is(err, errRedirect) { // the redirector logged it
 		b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
 			"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
 			"path", bound(r.URL.Path, MaxAuditField), "status", status, "err", bound(err.Error(), MaxAuditError))
 	}
-	writeOCIError(w, status, codeUnavailable, NodeMessage(err))
+	oci.WriteError(w, status, oci.CodeUnavailable, oci.NodeMessage(err))
 }
 
 // badBody answers a request whose body could not be read from the node
 // (malformed chunked framing) with 400 and an OCI error body.
 func (b *Bridge) badBody(w http.ResponseWriter, r *http.Request, err error) {
-	exchangeFrom(r.Context()).fail(err, false)
+	oci.AnnotationFrom(r.Context()).Fail(err, false)
 	b.warn.log(b.log, slog.LevelWarn, "body", "http request body unreadable",
 		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
 		"path", bound(r.URL.Path, MaxAuditField), "status", http.StatusBadRequest, "err", bound(err.Error(), MaxAuditError))
-	writeOCIError(w, http.StatusBadRequest, codeUnsupported,
+	oci.WriteError(w, http.StatusBadRequest, oci.CodeUnsupported,
 		"the request body could not be read (malformed chunked framing, or cut short): "+bound(err.Error(), MaxAuditError))
 }

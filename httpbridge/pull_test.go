@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/snigate/snigate/internal/memregistry"
+	"github.com/snigate/snigate/oci"
 )
 
 // seen records the requests an upstream received.
@@ -116,7 +117,7 @@ func TestPullThroughBridge(t *testing.T) {
 				t.Errorf("duration histogram has %d series, want base, manifest and blob", n)
 			}
 			for _, rec := range w.audit.wait(t, len(reqs)) {
-				if rec.Client == "" || rec.Upstream != up.addr || rec.Status != 200 && rec.Status != 401 || rec.Kind == KindBlob && rec.Digest == "" {
+				if rec.Client == "" || rec.Upstream != up.addr || rec.Status != 200 && rec.Status != 401 || rec.Kind == oci.KindBlob && rec.Digest == "" {
 					t.Errorf("audit %+v", rec)
 				}
 			}

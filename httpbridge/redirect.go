@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // redirector fetches what a registry's redirect to another host (blob
@@ -24,13 +26,9 @@ type redirector struct {
 	warn      warnLimiter
 }
 
-// redirectFailedMessage is all a node is told of a failed redirect:
-// which host, address or dial error it was would tell a node what the
-// gateway can reach.
-const redirectFailedMessage = "the registry redirected this request to another host, and the gateway could not fetch it from there; the gateway's log has the details"
-
-// errRedirect marks a failure while following a redirect (502).
-var errRedirect = errors.New("following the registry's redirect failed")
+// errRedirect marks a failure while following a redirect (502; the node
+// is told oci.RedirectFailedMessage).
+var errRedirect = oci.ErrRedirect
 
 // redirectHeaders are the node's request headers sent on to the foreign
 // host; Authorization, cookies and the forwarding headers are not.
@@ -148,16 +146,6 @@ func (r *redirector) failed(req *http.Request, err error) (*http.Response, error
 		"client", clientString(connFrom(req.Context())), "method", bound(req.Method, MaxAuditField),
 		"path", bound(req.URL.Path, MaxAuditField), "result", result, "err", bound(err.Error(), MaxAuditError))
 	return nil, err
-}
-
-// NodeMessage is what a node is told of err, the failure to answer its
-// request: err's text, but for a redirect that could not be followed
-// only that it could not (the log and the audit record have the facts).
-func NodeMessage(err error) string {
-	if errors.Is(err, errRedirect) {
-		return redirectFailedMessage
-	}
-	return err.Error()
 }
 
 // fetch requests loc with the node's method and its allowed headers.

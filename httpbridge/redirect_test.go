@@ -17,6 +17,7 @@ import (
 
 	"github.com/snigate/snigate/internal/memregistry"
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/oci"
 )
 
 // storageWorld is a registry whose blob GETs redirect to a storage host
@@ -142,7 +143,7 @@ func TestRedirectPass(t *testing.T) {
 func TestRedirectLoop(t *testing.T) {
 	sw := newStorageWorld(t, RedirectsFollow, true)
 	resp, body := do(t, sw.node(t, "h2"), "GET", "/v2/team/app/blobs/"+dgst, nil)
-	if resp.StatusCode != 502 || !strings.Contains(body, redirectFailedMessage) {
+	if resp.StatusCode != 502 || !strings.Contains(body, oci.RedirectFailedMessage) {
 		t.Errorf("got %d %s, want 502 saying the redirect could not be followed", resp.StatusCode, body)
 	}
 	if line := sw.logs.wait(t, "following the registry's redirect failed", "more than 5 redirects"); strings.Contains(line, "secret") {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // internalWorld is a registry whose blob GETs redirect to a target the
@@ -138,7 +140,7 @@ func TestRedirectAllowList(t *testing.T) {
 	}
 	_, closed := iw.blob(t, "https://"+closedPort(t)+"/")
 	_, refused := iw.blob(t, "https://169.254.169.254/")
-	if closed != refused || !strings.Contains(closed, redirectFailedMessage) {
+	if closed != refused || !strings.Contains(closed, oci.RedirectFailedMessage) {
 		t.Errorf("closed port %q, refused target %q: want the same generic body", closed, refused)
 	}
 	iw.logs.wait(t, "following the registry's redirect failed", "connection refused")

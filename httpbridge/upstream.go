@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -22,7 +23,7 @@ const upstreamStreamBuffer = 256 << 10
 
 // ErrNoUpstream: every upstream of the route is down, draining or in
 // maintenance; the node gets 503.
-var ErrNoUpstream = errors.New("no healthy upstream")
+var ErrNoUpstream = oci.ErrNoUpstream
 
 // errConnectTimeout is the cause of an attempt that ran out of
 // ConnectTimeout.
@@ -154,7 +155,7 @@ func (u *upstreamClient) try(req *http.Request, h *upstream.Host) (*http.Respons
 		release()
 		return nil, fmt.Errorf("upstream %s: %w", h.Addr(), err)
 	}
-	exchangeFrom(req.Context()).setUpstream(h.Addr())
+	oci.AnnotationFrom(req.Context()).SetUpstream(h.Addr())
 	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
 }

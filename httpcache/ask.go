@@ -6,19 +6,14 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/snigate/snigate/httpbridge"
-	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/oci"
 )
 
 // ask sends HEAD for r's path to the registry with the node's headers:
 // the registry's answer decides whether the node may read the content.
 // An error means no upstream answered.
-func (c *Cache) ask(r *http.Request, req httpbridge.CacheRequest) (*http.Response, error) {
-	out, err := req.UpstreamRequest(r.Context(), r, http.MethodHead)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := req.Upstream.RoundTrip(out)
+func (c *Cache) ask(r *http.Request, req request) (*http.Response, error) {
+	resp, err := req.roundTrip(r.Context(), r, http.MethodHead)
 	if err != nil {
 		return nil, err
 	}
@@ -40,21 +35,17 @@ func (e *statusError) Error() string {
 // fetch is the fill's GET of r's path through the route's upstream client
 // (retries, redirects followed to blob storage), with the headers of the
 // node that started it, which the registry has just allowed (HEAD).
-func (c *Cache) fetch(r *http.Request, req httpbridge.CacheRequest) regcache.FetchFunc {
-	return func(ctx context.Context) (regcache.Fetched, error) {
-		out, err := req.UpstreamRequest(ctx, r, http.MethodGet)
+func (c *Cache) fetch(r *http.Request, req request) FetchFunc {
+	return func(ctx context.Context) (Fetched, error) {
+		resp, err := req.roundTrip(ctx, r, http.MethodGet)
 		if err != nil {
-			return regcache.Fetched{}, err
-		}
-		resp, err := req.Upstream.RoundTrip(out)
-		if err != nil {
-			return regcache.Fetched{}, err
+			return Fetched{}, err
 		}
 		if resp.StatusCode != http.StatusOK {
 			_ = resp.Body.Close()
-			return regcache.Fetched{}, &statusError{status: resp.StatusCode}
+			return Fetched{}, &statusError{status: resp.StatusCode}
 		}
-		return regcache.Fetched{Body: resp.Body, Header: storedHeader(resp.Header), Size: resp.ContentLength}, nil
+		return Fetched{Body: resp.Body, Header: storedHeader(resp.Header), Size: resp.ContentLength}, nil
 	}
 }
 
@@ -78,8 +69,7 @@ func relayHead(w http.ResponseWriter, head *http.Response) {
 // copyHeader copies the end-to-end headers of src into dst.
 func copyHeader(dst, src http.Header) {
 	for k, vs := range src {
-		switch k {
-		case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		if oci.IsHopByHop(k) {
 			continue
 		}
 		dst[k] = append([]string(nil), vs...)

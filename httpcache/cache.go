@@ -1,31 +1,19 @@
 package httpcache
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 
-	"github.com/snigate/snigate/httpbridge"
-	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/oci"
 )
-
-// Store is what the cache needs of its content store; *regcache.Cache
-// implements it.
-type Store interface {
-	Get(ctx context.Context, digest string) (*regcache.Entry, bool)
-	Fill(ctx context.Context, digest string, fetch regcache.FetchFunc) (*regcache.Entry, error)
-	CountRequest(r regcache.Result)
-}
-
-var _ Store = (*regcache.Cache)(nil)
 
 // Config describes one route's cache. Store is required.
 type Config struct {
 	// Route names the route in log lines.
 	Route string
-	// Store holds the content (the route's regcache.Cache, kept across
-	// reloads by the gateway).
+	// Store holds the content (the route's store, kept across reloads by
+	// the gateway).
 	Store Store
 	// Offline serves cached content without the registry's HEAD when no
 	// upstream answers (routes[].http.cache.offline), and answers
@@ -35,21 +23,18 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// Cache serves one route's cacheable requests; it is the route's
-// httpbridge.Cache. It is safe for concurrent use and holds no state of
-// its own beyond its Config: a reload builds a new one over the same
-// Store.
+// Cache is one route's cache, a link of the route's HTTP chain (Wrap).
+// It is safe for concurrent use and holds no state of its own beyond its
+// Config: a reload builds a new one over the same Store.
 type Cache struct {
 	cfg Config
 	log *slog.Logger
 }
 
-var _ httpbridge.Cache = (*Cache)(nil)
-
 // New returns the cache of cfg.
 func New(cfg Config) (*Cache, error) {
 	if cfg.Store == nil {
-		return nil, errors.New("httpcache: Config.Store is nil: give the route's regcache.Cache")
+		return nil, errors.New("httpcache: Config.Store is nil: give the route's content store")
 	}
 	log := cfg.Log
 	if log == nil {
@@ -58,28 +43,45 @@ func New(cfg Config) (*Cache, error) {
 	return &Cache{cfg: cfg, log: log}, nil
 }
 
-// ServeCache answers r (see httpbridge.Cache): GET and HEAD of a blob or
-// a manifest by digest from the store; a manifest by tag from the
-// registry, filling the store with its answer; GET /v2/ when offline;
-// everything else through req.Proxy, with the cache word "".
-func (c *Cache) ServeCache(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest) string {
+// Wrap returns the cache's link in front of next, the rest of the chain
+// (the proxy to the registry), reaching the registry for the cache's own
+// requests (the HEAD that asks, the GET that fills) through upstream. It
+// answers GET and HEAD of a blob or a manifest by digest from the store;
+// a manifest by tag from the registry, filling the store with its
+// answer; GET /v2/ when offline; everything else goes to next. The
+// request's result is its annotation's cache word ("" when next
+// answered).
+func (c *Cache) Wrap(next http.Handler, upstream http.RoundTripper) http.Handler {
+	return &link{c: c, next: next, upstream: upstream}
+}
+
+// link is the cache's http.Handler.
+type link struct {
+	c        *Cache
+	next     http.Handler
+	upstream http.RoundTripper
+}
+
+func (l *link) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		req.Proxy.ServeHTTP(w, r)
-		return ""
+		l.next.ServeHTTP(w, r)
+		return
 	}
+	c := l.c
+	req := request{API: oci.RequestAPI(r), next: l.next, upstream: l.upstream, ann: oci.AnnotationFrom(r.Context())}
 	switch {
-	case req.API.Digest != "" && (req.API.Kind == httpbridge.KindBlob || req.API.Kind == httpbridge.KindManifest):
-		res := c.serveDigest(w, r, req)
-		if res != "" {
+	case req.API.Digest != "" && (req.API.Kind == oci.KindBlob || req.API.Kind == oci.KindManifest):
+		if res := c.serveDigest(w, r, req); res != "" {
 			c.cfg.Store.CountRequest(res)
+			req.ann.SetCache(string(res))
 		}
-		return string(res)
-	case req.API.Kind == httpbridge.KindManifest:
+		return
+	case req.API.Kind == oci.KindManifest:
 		c.serveTag(w, r, req)
-		return ""
-	case req.API.Kind == httpbridge.KindBase && c.cfg.Offline:
-		return c.serveBase(w, r, req)
+		return
+	case req.API.Kind == oci.KindBase && c.cfg.Offline:
+		req.ann.SetCache(c.serveBase(w, r, req))
+		return
 	}
-	req.Proxy.ServeHTTP(w, r)
-	return ""
+	l.next.ServeHTTP(w, r)
 }

@@ -4,8 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/snigate/snigate/httpbridge"
-	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/oci"
 )
 
 // serveDigest answers a GET or HEAD of a blob or a manifest by digest and
@@ -13,45 +12,45 @@ import (
 // headers): its 2xx lets the store serve, or fill; any other answer sends
 // the request to the registry as without a cache; no answer at all is
 // the offline case.
-func (c *Cache) serveDigest(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest) regcache.Result {
+func (c *Cache) serveDigest(w http.ResponseWriter, r *http.Request, req request) Result {
 	head, err := c.ask(r, req)
 	if err != nil {
 		if c.cfg.Offline && r.Context().Err() == nil {
 			return c.serveOffline(w, r, req, err)
 		}
 		c.upstreamFailed(w, r, req, err)
-		return regcache.Miss
+		return Miss
 	}
 	if head.StatusCode/100 != 2 {
-		req.Proxy.ServeHTTP(w, r) // the registry's own answer, with its body
-		return regcache.Miss
+		req.next.ServeHTTP(w, r) // the registry's own answer, with its body
+		return Miss
 	}
 	if e, ok := c.cfg.Store.Get(r.Context(), req.API.Digest); ok {
 		c.serveEntry(w, r, req, e, head.Header)
-		return regcache.Hit
+		return Hit
 	}
 	if r.Method == http.MethodHead {
 		relayHead(w, head)
-		return regcache.Miss
+		return Miss
 	}
 	return c.fillAndServe(w, r, req, head.Header)
 }
 
 // fillAndServe fills the digest from the registry (or joins its fill in
 // flight) and serves the bytes as they arrive.
-func (c *Cache) fillAndServe(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, head http.Header) regcache.Result {
+func (c *Cache) fillAndServe(w http.ResponseWriter, r *http.Request, req request, head http.Header) Result {
 	e, err := c.cfg.Store.Fill(r.Context(), req.API.Digest, c.fetch(r, req))
 	switch {
-	case errors.Is(err, regcache.ErrBypass):
-		req.Proxy.ServeHTTP(w, r)
-		return regcache.Bypass
+	case errors.Is(err, ErrBypass):
+		req.next.ServeHTTP(w, r)
+		return Bypass
 	case err != nil:
 		c.fillFailed(w, r, req, err)
-		return regcache.Miss
+		return Miss
 	}
-	res := regcache.Miss
+	res := Miss
 	if e.Stored() {
-		res = regcache.Hit // stored meanwhile
+		res = Hit // stored meanwhile
 	}
 	c.serveEntry(w, r, req, e, head)
 	return res
@@ -59,24 +58,24 @@ func (c *Cache) fillAndServe(w http.ResponseWriter, r *http.Request, req httpbri
 
 // upstreamFailed answers a request no upstream answered, as the bridge's
 // proxy does (503 when none is healthy, else 502).
-func (c *Cache) upstreamFailed(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, err error) {
-	req.Fail(err, false)
+func (c *Cache) upstreamFailed(w http.ResponseWriter, r *http.Request, req request, err error) {
+	req.ann.Fail(err, false)
 	if r.Context().Err() != nil {
 		return // the node went away
 	}
-	httpbridge.WriteError(w, httpbridge.UpstreamErrorStatus(err), "UNAVAILABLE", httpbridge.NodeMessage(err))
+	oci.WriteError(w, oci.UpstreamStatus(err), oci.CodeUnavailable, oci.NodeMessage(err))
 }
 
 // fillFailed answers a request whose fill failed before its first byte.
-func (c *Cache) fillFailed(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, err error) {
-	req.Fail(err, true)
+func (c *Cache) fillFailed(w http.ResponseWriter, r *http.Request, req request, err error) {
+	req.ann.Fail(err, true)
 	if r.Context().Err() != nil {
 		return
 	}
 	var st *statusError
 	if errors.As(err, &st) && st.status/100 == 4 {
-		httpbridge.WriteError(w, st.status, "DENIED", err.Error())
+		oci.WriteError(w, st.status, oci.CodeDenied, err.Error())
 		return
 	}
-	httpbridge.WriteError(w, http.StatusBadGateway, "UNAVAILABLE", httpbridge.NodeMessage(err))
+	oci.WriteError(w, http.StatusBadGateway, oci.CodeUnavailable, oci.NodeMessage(err))
 }

@@ -4,42 +4,38 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/snigate/snigate/httpbridge"
-	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/oci"
 )
 
 // serveOffline answers a digest request no upstream answered (err) with
 // Offline set: cached content without the registry's check, logged, or
 // 503 with an OCI error body when the store does not hold it.
-func (c *Cache) serveOffline(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, err error) regcache.Result {
+func (c *Cache) serveOffline(w http.ResponseWriter, r *http.Request, req request, err error) Result {
 	e, ok := c.cfg.Store.Get(r.Context(), req.API.Digest)
 	if !ok {
-		req.Fail(err, false)
-		httpbridge.WriteError(w, http.StatusServiceUnavailable, "UNAVAILABLE",
+		req.ann.Fail(err, false)
+		oci.WriteError(w, http.StatusServiceUnavailable, oci.CodeUnavailable,
 			fmt.Sprintf("no upstream answers and the cache does not hold %s: %v", req.API.Digest, err))
-		return regcache.Miss
+		return Miss
 	}
 	c.log.Warn("served from the cache without asking the registry: no upstream answers (cache.offline)",
 		"route", c.cfg.Route, "client", r.RemoteAddr, "repository", req.API.Repository,
 		"digest", req.API.Digest, "err", err)
 	c.serveEntry(w, r, req, e, nil)
-	return regcache.Offline
+	return Offline
 }
 
 // serveBase answers GET /v2/ with Offline set: the registry's answer
 // while an upstream answers, else 200 {} so that clients go on to the
 // content the cache holds.
-func (c *Cache) serveBase(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest) string {
-	out, err := req.UpstreamRequest(r.Context(), r, r.Method)
+func (c *Cache) serveBase(w http.ResponseWriter, r *http.Request, req request) string {
+	resp, err := req.roundTrip(r.Context(), r, r.Method)
 	if err == nil {
-		var resp *http.Response
-		if resp, err = req.Upstream.RoundTrip(out); err == nil {
-			relay(w, r, req, resp)
-			return ""
-		}
+		relay(w, r, req, resp)
+		return ""
 	}
 	if r.Context().Err() != nil {
-		req.Fail(err, false)
+		req.ann.Fail(err, false)
 		return ""
 	}
 	c.log.Warn("answered GET /v2/ without the registry: no upstream answers (cache.offline)",
@@ -50,5 +46,5 @@ func (c *Cache) serveBase(w http.ResponseWriter, r *http.Request, req httpbridge
 	if r.Method == http.MethodGet {
 		_, _ = w.Write([]byte("{}"))
 	}
-	return string(regcache.Offline)
+	return string(Offline)
 }

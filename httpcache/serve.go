@@ -7,9 +7,6 @@ import (
 	"io"
 	"net/http"
 	"time"
-
-	"github.com/snigate/snigate/httpbridge"
-	"github.com/snigate/snigate/regcache"
 )
 
 // serveEntry answers r from e: the whole content or the ranges asked
@@ -21,7 +18,7 @@ import (
 // response's last HeldTail bytes wait for the fill's digest check, and a
 // failed check aborts it: the node never gets a complete response of
 // bytes that do not match their digest.
-func (c *Cache) serveEntry(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, e *regcache.Entry, head http.Header) {
+func (c *Cache) serveEntry(w http.ResponseWriter, r *http.Request, req request, e Entry, head http.Header) {
 	defer e.Close()
 	h := w.Header()
 	h.Set("Content-Type", contentType(head, e.Header()))
@@ -39,31 +36,15 @@ func (c *Cache) serveEntry(w http.ResponseWriter, r *http.Request, req httpbridg
 		http.ServeContent(w, withoutRanges(r, e.Size()), "", time.Time{}, rd)
 	}
 	if held != nil && rd.err == nil && r.Context().Err() == nil {
-		rd.note(awaitVerified(e))
+		rd.note(e.Verified())
 		if rd.err == nil {
 			_ = held.release() // a node gone meanwhile is net/http's to see
 		}
 	}
 	if rd.err != nil {
-		req.Fail(fmt.Errorf("cache: %s: %w", e.Digest(), rd.err), true)
+		req.ann.Fail(fmt.Errorf("cache: %s: %w", e.Digest(), rd.err), true)
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// awaitVerified waits for the end of a fill's verification: nil once
-// every byte is there and matched the digest (it is then stored), else
-// the fill's error. http.ServeContent reads exactly the length, not to
-// io.EOF, so without this a node could be answered before the check.
-func awaitVerified(e *regcache.Entry) error {
-	var b [1]byte
-	n := e.Size()
-	if n < 0 {
-		return nil // streamed to io.EOF, which is the check
-	}
-	if _, err := e.ReadAt(b[:], n); err != io.EOF {
-		return err
-	}
-	return nil
 }
 
 // stream copies content of unknown length to the node.
@@ -89,7 +70,7 @@ func contentType(head, stored http.Header) string {
 // checkedReader keeps the first error of the Entry's reads other than
 // io.EOF and the node going away.
 type checkedReader struct {
-	e   *regcache.Entry
+	e   Entry
 	ctx context.Context
 	err error
 }

@@ -9,8 +9,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/snigate/snigate/httpbridge"
-	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/oci"
 )
 
 // MaxTagManifest is the largest manifest-by-tag answer kept to fill its
@@ -23,12 +22,12 @@ const MaxTagManifest = 4 << 20
 // "no upstream answers" is told apart (503: the cache keeps no tags).
 // A complete 200 to a GET whose Docker-Content-Digest is the sha256 of
 // its body fills that digest's entry.
-func (c *Cache) serveTag(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest) {
+func (c *Cache) serveTag(w http.ResponseWriter, r *http.Request, req request) {
 	tw := &teeWriter{ResponseWriter: w, keep: r.Method == http.MethodGet}
 	if c.cfg.Offline {
 		c.relayTag(tw, r, req)
 	} else {
-		req.Proxy.ServeHTTP(tw, r)
+		req.next.ServeHTTP(tw, r)
 	}
 	if d, ok := tw.digest(); ok {
 		c.keepManifest(r, d, tw)
@@ -37,19 +36,16 @@ func (c *Cache) serveTag(w http.ResponseWriter, r *http.Request, req httpbridge.
 
 // relayTag sends the manifest request itself and relays the answer, or
 // answers 503 when no upstream answers.
-func (c *Cache) relayTag(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest) {
-	out, err := req.UpstreamRequest(r.Context(), r, r.Method)
+func (c *Cache) relayTag(w http.ResponseWriter, r *http.Request, req request) {
+	resp, err := req.roundTrip(r.Context(), r, r.Method)
 	if err == nil {
-		var resp *http.Response
-		if resp, err = req.Upstream.RoundTrip(out); err == nil {
-			req.SetDigest(resp.Header.Get("Docker-Content-Digest"))
-			relay(w, r, req, resp)
-			return
-		}
+		req.ann.SetDigest(resp.Header.Get("Docker-Content-Digest"))
+		relay(w, r, req, resp)
+		return
 	}
-	req.Fail(err, false)
+	req.ann.Fail(err, false)
 	if r.Context().Err() == nil {
-		httpbridge.WriteError(w, http.StatusServiceUnavailable, "UNAVAILABLE",
+		oci.WriteError(w, http.StatusServiceUnavailable, oci.CodeUnavailable,
 			fmt.Sprintf("no upstream answers and the cache keeps no tags (ask by digest): %v", err))
 	}
 }
@@ -60,11 +56,11 @@ func (c *Cache) relayTag(w http.ResponseWriter, r *http.Request, req httpbridge.
 // by digest right after is a hit.
 func (c *Cache) keepManifest(r *http.Request, d string, tw *teeWriter) {
 	body, header := tw.buf.Bytes(), storedHeader(tw.Header())
-	fetch := func(context.Context) (regcache.Fetched, error) {
-		return regcache.Fetched{Body: io.NopCloser(bytes.NewReader(body)), Header: header, Size: int64(len(body))}, nil
+	fetch := func(context.Context) (Fetched, error) {
+		return Fetched{Body: io.NopCloser(bytes.NewReader(body)), Header: header, Size: int64(len(body))}, nil
 	}
 	if e, err := c.cfg.Store.Fill(context.WithoutCancel(r.Context()), d, fetch); err == nil {
-		_ = awaitVerified(e)
+		_ = e.Verified()
 		_ = e.Close()
 	}
 }
@@ -115,7 +111,7 @@ func (t *teeWriter) digest() (string, bool) {
 
 // relay writes the registry's answer resp to w; a body that fails
 // mid-way aborts the response.
-func relay(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, resp *http.Response) {
+func relay(w http.ResponseWriter, r *http.Request, req request, resp *http.Response) {
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
@@ -123,7 +119,7 @@ func relay(w http.ResponseWriter, r *http.Request, req httpbridge.CacheRequest, 
 		return
 	}
 	if _, err := io.Copy(w, resp.Body); err != nil && r.Context().Err() == nil {
-		req.Fail(fmt.Errorf("relaying the registry's answer: %w", err), true)
+		req.ann.Fail(fmt.Errorf("relaying the registry's answer: %w", err), true)
 		panic(http.ErrAbortHandler)
 	}
 }

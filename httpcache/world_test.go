@@ -251,7 +251,7 @@ func (w *world) startGateway(tb testing.TB, logger *slog.Logger, o worldOpts) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cache, err := New(Config{Route: "registry", Store: w.store, Offline: o.offline, Log: logger})
+	cache, err := New(Config{Route: "registry", Store: regStore{c: w.store}, Offline: o.offline, Log: logger})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func (w *world) startGateway(tb testing.TB, logger *slog.Logger, o worldOpts) {
 		redirectAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} // the test storage is on loopback
 	}
 	b, err := httpbridge.New(httpbridge.Config{
-		Route: "registry", Upstreams: pool, Forwarded: true, Cache: cache, Log: logger, RedirectRoots: roots,
+		Route: "registry", Upstreams: pool, Forwarded: true, Chain: cache.Wrap, Log: logger, RedirectRoots: roots,
 		RedirectAllow: redirectAllow,
 		UpstreamTLS: func() *tls.Config {
 			return &tls.Config{RootCAs: w.ca.Pool(), Certificates: []tls.Certificate{edge}, ServerName: registryName}

@@ -76,6 +76,24 @@ func (e *Entry) Size() int64 {
 // than from a fill in flight.
 func (e *Entry) Stored() bool { return e.fill == nil }
 
+// Verified waits for the end of the content's verification: nil once
+// every byte is there and matched the digest (it is then stored), else
+// the fill's error. A stored Entry is verified; so is one of unknown
+// length, whose reader checks at io.EOF. http.ServeContent reads exactly
+// the length, not to io.EOF, so a server of a fill in flight waits with
+// this before its last bytes.
+func (e *Entry) Verified() error {
+	var b [1]byte
+	n := e.Size()
+	if n < 0 {
+		return nil // streamed to io.EOF, which is the check
+	}
+	if _, err := e.ReadAt(b[:], n); err != io.EOF {
+		return err
+	}
+	return nil
+}
+
 // Read reads from the offset. Reading a fill waits for its next bytes and
 // ends with io.EOF only once every byte is there and verified; a failed
 // fill returns an error matching ErrFillFailed.

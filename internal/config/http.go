@@ -1,12 +1,14 @@
 package config
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // HTTP is a bridge route's http: section (the HTTP-aware bridge); nil
@@ -41,16 +43,13 @@ const (
 // DefaultCacheMaxSize is cache.max_size when absent: 10 GiB.
 const DefaultCacheMaxSize int64 = 10 << 30
 
-// DefaultMethods are http.methods when absent: a read-only bridge.
-var DefaultMethods = []string{"GET", "HEAD"}
+// DefaultMethods are http.methods when absent: a read-only bridge
+// (oci.DefaultMethods).
+var DefaultMethods = oci.DefaultMethods()
 
-// knownMethods are the methods http.methods may list: those the OCI
-// distribution API uses, plus OPTIONS.
-var knownMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
-
-// repoSegment is one path component of a repository name in the OCI
-// distribution specification.
-var repoSegment = regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*$`)
+// knownMethods are the methods http.methods may list (oci.KnownMethods):
+// those the OCI distribution API uses, plus OPTIONS.
+var knownMethods = oci.KnownMethods()
 
 // http parses a route's http: section, which only bridge routes may have.
 func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
@@ -162,24 +161,18 @@ func (p *parser) repositories(f fields, hosts []string) []string {
 }
 
 // checkRepoPattern returns what is wrong with a repositories pattern, ""
-// if nothing.
+// if nothing: oci.ParseRepoPattern decides, in the configuration's
+// words.
 func checkRepoPattern(s string) string {
 	const want = `want a repository name such as "team/app" (lower case letters, digits, ".", "_", "-" between them, "/" between segments), with "*" for one segment or a last "**" for any depth`
-	if s == "" {
-		return want
+	_, err := oci.ParseRepoPattern(s)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, oci.ErrPatternDoubleStar):
+		return `"**" may only be the last segment: ` + want
 	}
-	segs := strings.Split(s, "/")
-	for i, seg := range segs {
-		switch {
-		case seg == "*":
-		case seg == "**" && i == len(segs)-1:
-		case seg == "**":
-			return `"**" may only be the last segment: ` + want
-		case !repoSegment.MatchString(seg):
-			return want
-		}
-	}
-	return ""
+	return want
 }
 
 // auditLog returns http.audit_log: "-" or an absolute file name whose

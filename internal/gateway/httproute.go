@@ -79,7 +79,7 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		}
 		gen.audits = append(gen.audits, audit) // nil (check): releases nothing
 	}
-	cache, err := b.httpCache(rc)
+	chain, err := b.httpChain(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		Redirects:        h.Redirects,
 		RedirectRoots:    redirectRoots(rc),
 		RedirectAllow:    h.RedirectAllow,
-		Cache:            cache,
+		Chain:            chain,
 		Audit:            audit,
 		Metrics:          b.metrics.http,
 		Log:              b.log,
@@ -107,10 +107,11 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 	return br, nil
 }
 
-// httpCache is the route's http.cache over its store, kept across
-// reloads; nil without http.cache, or without a store (check opens none:
-// a running snigate holds its directory's lock).
-func (b *builder) httpCache(rc *config.Route) (httpbridge.Cache, error) {
+// httpChain composes the links of the route's HTTP chain between the
+// bridge's policy and its proxy: the route's http.cache over its store,
+// kept across reloads; nil without http.cache, or without a store (check
+// opens none: a running snigate holds its directory's lock).
+func (b *builder) httpChain(rc *config.Route) (httpbridge.Chain, error) {
 	c := rc.HTTP.Cache
 	if c == nil {
 		return nil, nil
@@ -119,11 +120,11 @@ func (b *builder) httpCache(rc *config.Route) (httpbridge.Cache, error) {
 	if err != nil || store == nil {
 		return nil, err
 	}
-	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: store, Offline: c.Offline, Log: b.log})
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: cacheStore{c: store}, Offline: c.Offline, Log: b.log})
 	if err != nil {
 		return nil, err
 	}
-	return hc, nil
+	return hc.Wrap, nil
 }
 
 // redirectRoots is what a followed redirect trusts: the system roots plus

@@ -1,6 +1,7 @@
-package httpbridge
+package oci
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,35 @@ func TestParsePath(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := ParsePath(tt.path); got != tt.want {
 				t.Errorf("ParsePath(%q) = %+v, want %+v", tt.path, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseURLMount(t *testing.T) {
+	tests := []struct {
+		name, url string
+		want      API
+	}{
+		{name: "mount", url: "/v2/team/app/blobs/uploads/?mount=" + dgst + "&from=secret/x",
+			want: API{Kind: KindUpload, Repository: "team/app", From: "secret/x", Mount: dgst}},
+		{name: "upload without query", url: "/v2/team/app/blobs/uploads/", want: API{Kind: KindUpload, Repository: "team/app"}},
+		{name: "from on a session", url: "/v2/team/app/blobs/uploads/abc?from=secret/x",
+			want: API{Kind: KindUpload, Repository: "team/app", Reference: "abc", From: "secret/x"}},
+		{name: "empty from", url: "/v2/team/app/blobs/uploads/?mount=" + dgst + "&from=", want: API{Kind: KindOther}},
+		{name: "malformed mount", url: "/v2/team/app/blobs/uploads/?mount=sha256:x&from=team/b", want: API{Kind: KindOther}},
+		{name: "semicolon query", url: "/v2/team/app/blobs/uploads/?mount=" + dgst + ";from=secret/x", want: API{Kind: KindOther}},
+		{name: "from on a manifest is not an upload's", url: "/v2/team/app/manifests/v1?from=secret/x",
+			want: API{Kind: KindManifest, Repository: "team/app", Reference: "v1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", "https://registry.example.com"+tt.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ParseURL(req.URL); got != tt.want {
+				t.Errorf("ParseURL(%s) = %+v, want %+v", tt.url, got, tt.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package httpbridge
+package oci
 
 import (
 	"strings"
@@ -28,11 +28,11 @@ func TestRepoPatternMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := parseRepoPattern(tt.pattern)
+			p, err := ParseRepoPattern(tt.pattern)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.match(tt.repo); got != tt.want {
+			if got := p.Match(tt.repo); got != tt.want {
 				t.Errorf("%q matches %q: %v, want %v", tt.pattern, tt.repo, got, tt.want)
 			}
 		})
@@ -51,7 +51,7 @@ func TestRepoPatternErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseRepoPattern(tt.pattern)
+			_, err := ParseRepoPattern(tt.pattern)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}

@@ -1,4 +1,4 @@
-package httpbridge
+package oci
 
 import (
 	"net/url"
@@ -62,7 +62,7 @@ func ParsePath(path string) API {
 		return API{Kind: KindOther}
 	}
 	segs := strings.Split(rest, "/")
-	if api, ok := parseEndpoint(segs); ok && validName(api.Repository) {
+	if api, ok := parseEndpoint(segs); ok && ValidName(api.Repository) {
 		return api
 	}
 	return API{Kind: KindOther}
@@ -86,7 +86,7 @@ func ParseURL(u *url.URL) API {
 	}
 	from, okFrom := queryValue(q, "from")
 	mount, okMount := queryValue(q, "mount")
-	if !okFrom || !okMount || from != "" && !validName(from) || mount != "" && !validDigest(mount) {
+	if !okFrom || !okMount || from != "" && !ValidName(from) || mount != "" && !ValidDigest(mount) {
 		return API{Kind: KindOther}
 	}
 	api.From, api.Mount = from, mount
@@ -126,13 +126,13 @@ func parseEndpoint(segs []string) (API, bool) {
 	case prev == "manifests":
 		return manifest(name(2), last)
 	case prev == "referrers":
-		return API{Kind: KindReferrers, Repository: name(2), Digest: last}, validDigest(last)
+		return API{Kind: KindReferrers, Repository: name(2), Digest: last}, ValidDigest(last)
 	case n >= 4 && segs[n-3] == "blobs" && prev == "uploads":
 		return API{Kind: KindUpload, Repository: name(3), Reference: last}, last == "" || validSession(last)
 	case prev == "blobs" && last == "uploads":
 		return API{Kind: KindUpload, Repository: name(2)}, true
 	case prev == "blobs":
-		return API{Kind: KindBlob, Repository: name(2), Digest: last}, validDigest(last)
+		return API{Kind: KindBlob, Repository: name(2), Digest: last}, ValidDigest(last)
 	}
 	return API{}, false
 }
@@ -142,129 +142,7 @@ func manifest(name, ref string) (API, bool) {
 	api := API{Kind: KindManifest, Repository: name, Reference: ref}
 	if strings.Contains(ref, ":") {
 		api.Digest = ref
-		return api, validDigest(ref)
+		return api, ValidDigest(ref)
 	}
-	return api, validTag(ref)
-}
-
-// validName reports whether name matches the distribution specification:
-// components [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)* separated by "/", at most
-// MaxNameLen bytes.
-func validName(name string) bool {
-	if name == "" || len(name) > MaxNameLen {
-		return false
-	}
-	for comp := range strings.SplitSeq(name, "/") {
-		if !validComponent(comp) {
-			return false
-		}
-	}
-	return true
-}
-
-// validComponent checks one path component of a name.
-func validComponent(c string) bool {
-	if c == "" || !isLowerAlnum(c[0]) || !isLowerAlnum(c[len(c)-1]) {
-		return false
-	}
-	for i := 1; i < len(c); i++ {
-		if isLowerAlnum(c[i]) {
-			continue
-		}
-		j := i
-		for j < len(c) && !isLowerAlnum(c[j]) {
-			j++
-		}
-		if !validSeparator(c[i:j]) {
-			return false
-		}
-		i = j - 1
-	}
-	return true
-}
-
-// validSeparator: ".", "_", "__" or one or more "-".
-func validSeparator(s string) bool {
-	switch s {
-	case ".", "_", "__":
-		return true
-	}
-	return strings.Trim(s, "-") == ""
-}
-
-// validTag: [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}.
-func validTag(t string) bool {
-	if t == "" || len(t) > 128 || t[0] == '.' || t[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if !isAlnum(t[i]) && t[i] != '_' && t[i] != '.' && t[i] != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// validDigest: algorithm ":" encoded, algorithm
-// [a-z0-9]+([+._-][a-z0-9]+)*, encoded [a-zA-Z0-9=_-]+; sha256 and
-// sha512 must be lower-case hex of their length.
-func validDigest(d string) bool {
-	alg, enc, ok := strings.Cut(d, ":")
-	if !ok || !validAlgorithm(alg) || enc == "" {
-		return false
-	}
-	switch alg {
-	case "sha256":
-		return len(enc) == 64 && isLowerHex(enc)
-	case "sha512":
-		return len(enc) == 128 && isLowerHex(enc)
-	}
-	for i := 0; i < len(enc); i++ {
-		if c := enc[i]; !isAlnum(c) && c != '=' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// validAlgorithm checks a digest algorithm name.
-func validAlgorithm(a string) bool {
-	if a == "" || !isLowerAlnum(a[0]) || !isLowerAlnum(a[len(a)-1]) {
-		return false
-	}
-	for i := 1; i < len(a); i++ {
-		if sep := strings.IndexByte("+._-", a[i]) >= 0; sep && !isLowerAlnum(a[i-1]) {
-			return false
-		} else if !sep && !isLowerAlnum(a[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// validSession checks an upload session id (opaque to clients; registries
-// use UUIDs or base64): [a-zA-Z0-9._=-]+, at most 512 bytes.
-func validSession(s string) bool {
-	if s == "" || len(s) > 512 || s == "." || s == ".." {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && strings.IndexByte("._=-", c) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
-
-func isAlnum(c byte) bool { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return api, ValidTag(ref)
 }
