@@ -384,7 +384,7 @@ func (t *bridgeTarget) confirmClientAuth(ctx context.Context, c *tls.Conn, lc *l
 	return nil
 }
 
-// copy runs the route's BridgeFunc, or copies both ways.
+// copy copies both ways.
 func (t *bridgeTarget) copy(client *tls.Conn) (string, error) {
 	if len(t.early) > 0 {
 		n, err := client.Write(t.early)
@@ -394,30 +394,9 @@ func (t *bridgeTarget) copy(client *tls.Conn) (string, error) {
 			return resultClientError, &sideError{sideClient, err}
 		}
 	}
-	if f := t.ss.route.BridgeFunc; f != nil {
-		t.wait.seen() // the seam reads the client itself: no first-request wait
-		return t.runBridgeFunc(f, client)
-	}
 	tn := newTunnel(t.ss, client, t.up, t.ss.cfg.IdleTimeout)
 	up := tn.copier(client, t.up, sideClient, sideUpstream, DirectionUpstream)
 	up.first = t.wait.seen
 	return tn.run(up.run, tn.copier(t.up, client, sideUpstream, sideClient, DirectionDownstream).run)
 }
 
-func (t *bridgeTarget) runBridgeFunc(f BridgeFunc, client *tls.Conn) (string, error) {
-	up, down, err := f(t.s.ctx, client, t.up)
-	t.ss.up.Add(up)
-	t.ss.down.Add(down)
-	t.ss.rm.addBytes(DirectionUpstream, up)
-	t.ss.rm.addBytes(DirectionDownstream, down)
-	var se *sideError
-	switch {
-	case err == nil:
-		return resultOK, nil
-	case errors.Is(err, errIdle):
-		return resultIdle, err
-	case errors.As(err, &se) && se.side == sideUpstream:
-		return resultUpstreamError, err
-	}
-	return resultClientError, err
-}

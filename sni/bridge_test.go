@@ -1,9 +1,7 @@
 package sni
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net"
 	"strings"
@@ -217,24 +215,3 @@ func TestBridgeClientDistrustsServeCert(t *testing.T) {
 	w.logs.wait(t, "msg=connection", "result=client_error", "client TLS handshake")
 }
 
-func TestBridgeFuncSeam(t *testing.T) {
-	p := newBridgePKI(t)
-	up := newTLSUpstream(t, p.upstreamConfig("http/1.1"))
-	r := p.route(t, up.addr)
-	called := make(chan string, 1)
-	r.BridgeFunc = func(ctx context.Context, client, upstream *tls.Conn) (int64, int64, error) {
-		called <- client.ConnectionState().NegotiatedProtocol + " " + upstream.ConnectionState().ServerName
-		n, err := client.Write([]byte("from the seam"))
-		return 0, int64(n), err
-	}
-	w := newWorld(t, Config{}, "", r)
-	tc := tls.Client(w.dial(t), p.nodeConfig("http/1.1"))
-	got, err := io.ReadAll(tc)
-	if string(got) != "from the seam" || (err != nil && !errors.Is(err, io.ErrUnexpectedEOF)) {
-		t.Fatalf("node read %q, %v", got, err)
-	}
-	if c := <-called; c != "http/1.1 "+registryName {
-		t.Errorf("BridgeFunc saw %q", c)
-	}
-	w.logs.wait(t, "msg=connection", "mode=bridge", "bytes_down=13 ", "result=ok")
-}

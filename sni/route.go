@@ -2,7 +2,6 @@ package sni
 
 import (
 	"cmp"
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -36,13 +35,6 @@ type Upstreams interface {
 type certSource interface {
 	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
-
-// BridgeFunc copies between the client's and the upstream's TLS
-// connections once both handshakes are done, and returns the bytes moved
-// each way. It must return when ctx is done or either connection fails;
-// the server closes both connections after it returns. It is the seam for
-// an HTTP-aware bridge.
-type BridgeFunc func(ctx context.Context, client, upstream *tls.Conn) (up, down int64, err error)
 
 // Route is one entry of the routing table. Fill the exported fields, pass
 // the route to NewTable, and do not change it afterwards: the table
@@ -96,11 +88,9 @@ type Route struct {
 	// ClientAuth, bridge only: the client certificate nodes must present
 	// (node identity); nil: none is asked.
 	ClientAuth *ClientAuth
-	// BridgeFunc, bridge only: nil copies bytes both ways.
-	BridgeFunc BridgeFunc
 	// Handler, bridge only, when set, serves the terminated node
 	// connections itself: no upstream is dialed per connection, and
-	// UpstreamTLS, UpstreamTLSFunc and BridgeFunc are unused.
+	// UpstreamTLS and UpstreamTLSFunc are unused.
 	Handler BridgeHandler
 	// MaxDials, bridge only, bounds the route's upstream dials in progress
 	// (each an upstream TLS handshake with the edge identity); a dial over
@@ -232,8 +222,8 @@ func validateSplice(r *Route) error {
 	default:
 		return fmt.Errorf("proxy_protocol %q: want \"\", \"v1\" or \"v2\"", r.ProxyProtocol)
 	}
-	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.BridgeFunc != nil || r.Handler != nil || r.ClientAuth != nil {
-		return errors.New("serve, upstream_tls, ClientAuth, BridgeFunc and Handler apply to bridge routes only")
+	if r.Serve != nil || r.UpstreamTLS != nil || r.UpstreamTLSFunc != nil || r.Handler != nil || r.ClientAuth != nil {
+		return errors.New("serve, upstream_tls, ClientAuth and Handler apply to bridge routes only")
 	}
 	return nil
 }
