@@ -48,7 +48,14 @@ const (
 
 // session is one accepted connection, from accept to its log line.
 type session struct {
-	conn     net.Conn
+	// conn is the goroutine path's connection: nil while the event loop
+	// runs the session, which hands it a net.Conn (adopt) when it passes
+	// the session on.
+	conn net.Conn
+	// ctl closes and cuts the connection whichever engine runs it: conn,
+	// or the loop's handle on its socket. Set before the session is
+	// tracked; changed (adopt) under Server.mu and mu.
+	ctl      sessionConn
 	listener string
 	kind     string  // kindTLS or kindConnect
 	cfg      *Config // the settings in force when it was accepted
@@ -77,6 +84,7 @@ type session struct {
 	slot     bool       // holds a max_connections slot (Server.mu)
 	clientIP netip.Addr // the slot's client address
 	pend     pending    // its place in the handshake budget while pending
+	link     loopLink   // the event loop's contract with it (looplink.go)
 
 	mu     sync.Mutex
 	peer   net.Conn // upstream connection, closed by abort
@@ -87,7 +95,7 @@ type session struct {
 }
 
 func newSession(c net.Conn, listener, kind string, cfg *Config) *session {
-	return &session{conn: c, listener: listener, kind: kind, cfg: cfg, start: time.Now(), client: c.RemoteAddr(), dest: c.LocalAddr()}
+	return &session{conn: c, ctl: c, listener: listener, kind: kind, cfg: cfg, start: time.Now(), client: c.RemoteAddr(), dest: c.LocalAddr()}
 }
 
 // end records how the connection ended; the first call wins.
@@ -106,7 +114,7 @@ func (ss *session) abort(result string) {
 	if ss.forced == "" {
 		ss.forced = result
 	}
-	ss.conn.Close()
+	ss.ctl.Close()
 	if ss.peer != nil {
 		ss.peer.Close()
 	}
@@ -122,7 +130,7 @@ func (ss *session) evict() {
 		ss.forced = resultHandshakeLimit
 	}
 	ss.tarpit = true
-	ss.conn.SetDeadline(time.Unix(1, 0))
+	ss.ctl.SetDeadline(time.Unix(1, 0))
 }
 
 // setPeer registers the upstream connection so that abort closes it; false
@@ -413,9 +421,9 @@ func (s *Server) finish(ss *session) {
 	tarpit := ss.tarpit
 	ss.mu.Unlock()
 	if tarpit {
-		s.tarpit.hold(ss.conn)
+		s.tarpit.hold(ss.ctl)
 	} else {
-		ss.conn.Close()
+		ss.ctl.Close()
 	}
 	s.handshakeDone(ss)
 	result, err := ss.outcome()

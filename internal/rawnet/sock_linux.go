@@ -41,8 +41,9 @@ func SocketConnect(sa *Sockaddr) (fd int, op string, err error) {
 	return fd, "", nil
 }
 
-// Connect is connect(2); called again on a connecting socket it answers
-// EISCONN once connected, EALREADY while in progress, or the error.
+// Connect is connect(2). Called again on a connecting socket it answers
+// EALREADY while in progress, the connection's error if it failed, and
+// once connected nil the first time and EISCONN after.
 func Connect(fd int, sa *Sockaddr) error {
 	if _, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&sa.any)), uintptr(sa.len)); e != 0 {
 		return e
