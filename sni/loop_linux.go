@@ -29,21 +29,21 @@ import (
 //
 // The loop reaches its server and sessions only through loopHost and
 // loopSession, and the kernel only through internal/rawnet. The states of
-// a connection (sni/README.md, "Event loop", has the whole table):
+// a connection (sni/README.md, "Event loop", has the table with results):
 //
-//	state       event                                  next
-//	accepting   accept4, admitted                      reading hello
-//	accepting   refused (allow, limits, closing)       closed (refuse)
-//	accepting   a trusted balancer's                   handed off (from its start)
-//	reading     a whole ClientHello, IP splice route   dialing
-//	reading     anything else, hello deadline          handed off (fromHello or routed)
-//	dialing     writable, connected                    replaying
-//	dialing     error, attempt deadline                dialing the next, or closed
-//	replaying   PROXY header and ClientHello written   tunnel
-//	tunnel      end of stream one way                  half-closed
-//	half-closed end of stream the other way            closed (ok)
-//	tunnel      error, idle deadline                   closed
-//	any         abort (Close, Shutdown)                closed
+//	state        event                                     next
+//	accepting    admitted                                  reading hello (stHello)
+//	accepting    refused (allow, limits, closing)          closed
+//	accepting    a trusted balancer's connection           handed off, unread
+//	reading      a whole ClientHello, IP splice route      dialing (stConnect)
+//	reading      anything else, its deadline               handed off (fromHello, routed)
+//	dialing      connected                                 replaying (stReplay), then tunnel
+//	dialing      error, the attempt's deadline             dialing the next, or closed
+//	tunnel       a destination full                        draining that way (held bytes)
+//	tunnel       end of stream one way                     half-closed
+//	half-closed  end of stream the other way               closed (ok)
+//	tunnel       an error, timeouts.idle                   closed
+//	any          abort (Close, Shutdown)                   closed (stDone)
 type eventLoop struct {
 	h        loopHost
 	copyOnly bool // (tests) no splice: every tunnel copies through buf
