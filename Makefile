@@ -78,8 +78,12 @@ test: test-deps vet unit race fuzz-short
 test-deps:
 	./test/deps.sh
 
+# The raw system calls and sockaddr conversions must hold on big-endian
+# hosts too (internal/rawnet): vet and build them for s390x and ppc64.
 vet:
 	$(GO) vet $(PKGS)
+	GOARCH=s390x $(GO) vet ./internal/rawnet/ ./sni/
+	GOARCH=ppc64 $(GO) build ./internal/rawnet/ ./sni/
 
 unit:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
