@@ -78,7 +78,7 @@ type loopHost interface {
 	// open admits a connection accepted on listener from client at now,
 	// with ctl the session's handle on it; res != "" refuses it, and the
 	// loop passes the refusal to the session's refuse.
-	open(ctl sessionConn, listener string, client *net.TCPAddr, now time.Time) (ls loopSession, res string, err error)
+	open(ctl sessionConn, listener string, client *net.TCPAddr, now time.Time) (ls loopLink, res string, err error)
 	// viaBalancer: client is a trusted balancer, whose connection the
 	// goroutine path serves from its PROXY header on (serve).
 	viaBalancer(client *net.TCPAddr) bool
@@ -89,9 +89,10 @@ type loopHost interface {
 	warnf(reason, msg string, args ...any)
 }
 
-// loopSession is everything a loop connection asks of its session
-// (looplink.go has the session's side). Calls never allocate on the
-// tunnel's path.
+// loopSession is everything a loop connection asks of its session: the
+// method set of loopLink (looplink.go), which a connection holds by value
+// (no allocation, no indirection); the loop calls nothing else of it.
+// Calls never allocate on the tunnel's path.
 type loopSession interface {
 	limits() loopLimits
 	// readHello reads from r: true once the ClientHello is whole; false,
@@ -111,6 +112,8 @@ type loopSession interface {
 	end(result string, err error, routed bool)
 	handoff(nc net.Conn, routed bool)
 }
+
+var _ loopSession = (*loopLink)(nil)
 
 // Kinds of epoll token: the low two bits; the rest is the id.
 const (

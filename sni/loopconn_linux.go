@@ -34,31 +34,30 @@ const (
 // SetDeadline. Every other field belongs to the loop's goroutine.
 type lconn struct {
 	l        *eventLoop
-	ss       loopSession
+	ss       loopLink // its session, as loopSession
 	id       uint64
-	own      atomic.Int32
 	listener *loopListener
-	lim      loopLimits
-
-	state  uint8
-	queued bool // in the loop's run queue
+	own      atomic.Int32
+	state    uint8
+	queued   bool // in the loop's run queue
 
 	client, upstream loopEnd
+	// until is the current state's deadline: the whole ClientHello, then
+	// each connect attempt's share of timeouts.connect.
+	until time.Time
 
 	// connect
 	hosts   []*upstream.Host
 	next    int // index of the candidate being tried
 	release func()
 	started time.Time // of the connect
-	connBy  time.Time // timeouts.connect of the whole connect
-	attempt time.Time // of the attempt on the current candidate
 	errs    []error
 	pend    [][]byte // replay not written yet
 
 	// tunnel
-	dirs  [2]loopDir // up (client to upstream), down
-	ended int        // directions at end of stream
-	last  time.Time  // a byte moved either way
+	dirs [2]loopDir    // up (client to upstream), down
+	idle time.Duration // timeouts.idle; <= 0: none
+	last time.Time     // a byte moved either way
 }
 
 var _ sessionConn = (*lconn)(nil)
@@ -67,10 +66,9 @@ var _ sessionConn = (*lconn)(nil)
 // (edge-triggered) events reported on it since the last EAGAIN.
 type loopEnd struct {
 	fd   int
-	side string // sideClient or sideUpstream, for errors
-	r, w bool   // readable, writable: cleared by EAGAIN
-	hup  bool   // EPOLLRDHUP, EPOLLHUP or EPOLLERR: an end of stream waits
-	err  bool   // EPOLLERR or EPOLLHUP (a connect's outcome)
+	r, w bool // readable, writable: cleared by EAGAIN
+	hup  bool // EPOLLRDHUP, EPOLLHUP or EPOLLERR: an end of stream waits
+	err  bool // EPOLLERR or EPOLLHUP (a connect's outcome)
 }
 
 // seen records what an event reports.
@@ -86,23 +84,29 @@ func (e *loopEnd) seen(ev *rawnet.Event) {
 func (l *eventLoop) newLconn(fd int, ln *loopListener) *lconn {
 	l.nextID++
 	c := &lconn{l: l, id: l.nextID, listener: ln}
-	c.client = loopEnd{fd: fd, side: sideClient}
-	c.upstream = loopEnd{fd: -1, side: sideUpstream}
+	c.client = loopEnd{fd: fd}
+	c.upstream = loopEnd{fd: -1}
 	c.dirs[0] = loopDir{src: &c.client, dst: &c.upstream, up: true}
 	c.dirs[1] = loopDir{src: &c.upstream, dst: &c.client}
 	return c
 }
 
+// side names e for errors and results.
+func (c *lconn) side(e *loopEnd) string {
+	if e == &c.client {
+		return sideClient
+	}
+	return sideUpstream
+}
+
 // deadline is when the connection's current state times out.
 func (c *lconn) deadline() time.Time {
 	switch c.state {
-	case stHello:
-		return c.lim.helloBy
-	case stConnect, stReplay:
-		return c.attempt
+	case stHello, stConnect, stReplay:
+		return c.until
 	case stTunnel:
-		if c.lim.idle > 0 {
-			return c.last.Add(c.lim.idle)
+		if c.idle > 0 {
+			return c.last.Add(c.idle)
 		}
 	}
 	return time.Time{}

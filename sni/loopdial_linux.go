@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/snigate/snigate/internal/rawnet"
 )
@@ -22,7 +23,6 @@ func (l *eventLoop) route(c *lconn) {
 	}
 	c.hosts, c.next = hosts, 0
 	c.started = l.now
-	c.connBy = l.now.Add(c.lim.connect)
 	c.state = stConnect
 	l.dial(c)
 }
@@ -33,6 +33,9 @@ func rawDialable(addr string) bool {
 	ap, err := netip.ParseAddrPort(addr)
 	return err == nil && ap.Addr().Zone() == ""
 }
+
+// connectBy is when timeouts.connect of the whole connect ends.
+func (c *lconn) connectBy() time.Time { return c.started.Add(c.ss.limits().connect) }
 
 // hostAddr is the address of the candidate being tried.
 func (c *lconn) hostAddr() net.Addr {
@@ -49,8 +52,8 @@ func (l *eventLoop) dial(c *lconn) {
 	h := c.hosts[c.next]
 	ap, _ := netip.ParseAddrPort(h.Addr())
 	c.release = h.Acquire()
-	c.attempt = attemptDeadline(l.now, c.connBy, len(c.hosts)-c.next)
-	l.due(c.attempt)
+	c.until = attemptDeadline(l.now, c.connectBy(), len(c.hosts)-c.next)
+	l.due(c.until)
 	c.state = stConnect
 	sa, err := rawnet.SockaddrOf(ap)
 	if err != nil {
@@ -62,7 +65,7 @@ func (l *eventLoop) dial(c *lconn) {
 		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError(op, err)})
 		return
 	}
-	c.upstream = loopEnd{fd: fd, side: sideUpstream}
+	c.upstream = loopEnd{fd: fd}
 	if err := l.register(fd, c, tokUpstream); err != nil {
 		l.attemptFailed(c, err)
 		return
@@ -147,7 +150,7 @@ func (l *eventLoop) attemptFailed(c *lconn, err error) {
 		c.upstream.fd = -1
 	}
 	c.next++
-	if c.next < len(c.hosts) && retry && l.now.Before(c.connBy) {
+	if c.next < len(c.hosts) && retry && l.now.Before(c.connectBy()) {
 		l.dial(c)
 		return
 	}

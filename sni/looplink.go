@@ -24,12 +24,12 @@ type sessionConn interface {
 
 // loopLink is the session's side of the event loop's contract
 // (loopSession in loop_linux.go): the few things a loop connection asks
-// of its session and server, and nothing else of either. It lives inside
-// the session, so that linking costs no allocation.
+// of its session and server, and nothing else of either. A loop
+// connection holds it by value: linking costs no allocation, and its
+// calls no indirection.
 type loopLink struct {
 	s  *Server
 	ss *session
-	r  *Route // the splice route route chose
 }
 
 // errWouldBlock: the client has sent nothing more yet.
@@ -96,7 +96,6 @@ func (k *loopLink) route(usable func(addr string) bool) ([]*upstream.Host, bool)
 			return nil, false
 		}
 	}
-	k.r = r
 	ss.route, ss.rm = r, k.s.m.forRoute(r)
 	ss.rm.activeInc()
 	return hosts, true
@@ -108,7 +107,7 @@ func (k *loopLink) route(usable func(addr string) bool) ([]*upstream.Host, bool)
 // (the server closes connections by force).
 func (k *loopLink) dialed(h *upstream.Host, err error, took time.Duration) bool {
 	s, ss := k.s, k.ss
-	reportDial(s.ctx, k.r, h, err)
+	reportDial(s.ctx, k.ss.route, h, err)
 	if err == nil {
 		ss.upstream = h.Addr()
 		if ss.rm != nil {
@@ -116,9 +115,9 @@ func (k *loopLink) dialed(h *upstream.Host, err error, took time.Duration) bool 
 		}
 		return true
 	}
-	s.m.dialFailure(k.r.Name, h.Addr())
-	s.warnf(resultUpstreamError+"/"+k.r.Name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
-		"route", k.r.Name, "upstream", h.Addr(), "err", err)
+	s.m.dialFailure(k.ss.route.Name, h.Addr())
+	s.warnf(resultUpstreamError+"/"+k.ss.route.Name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
+		"route", k.ss.route.Name, "upstream", h.Addr(), "err", err)
 	return s.ctx.Err() == nil
 }
 
@@ -126,7 +125,7 @@ func (k *loopLink) dialed(h *upstream.Host, err error, took time.Duration) bool 
 // candidates), with the goroutine path's result and log line.
 func (k *loopLink) connectFailed(errs []error, candidates int) {
 	cerr := fmt.Errorf("route %q: %d of %d upstreams tried within timeouts.connect (%v), all failed: %w",
-		k.r.Name, len(errs), candidates, k.ss.cfg.ConnectTimeout, errors.Join(errs...))
+		k.ss.route.Name, len(errs), candidates, k.ss.cfg.ConnectTimeout, errors.Join(errs...))
 	k.s.connectFailed(k.ss, cerr)
 }
 
@@ -138,7 +137,7 @@ type localAddrer interface{ LocalAddr() net.Addr }
 // header named one), and the ClientHello bytes.
 func (k *loopLink) replay(pend [][]byte, local localAddrer) ([][]byte, error) {
 	ss := k.ss
-	if v := k.r.ProxyProtocol; v != ProxyProtocolNone {
+	if v := k.ss.route.ProxyProtocol; v != ProxyProtocolNone {
 		if ss.dest == nil {
 			ss.dest = local.LocalAddr()
 		}
@@ -231,9 +230,8 @@ func (s *Server) adopt(ss *session, nc net.Conn) {
 // client on listener, as accept does: it returns the session's link, and
 // the refusal (listen.allow, the limits, a closing server) the loop must
 // pass to refuse, if any. ctl is the loop's handle on the socket.
-func (s *Server) openLoopSession(ctl sessionConn, listener string, client *net.TCPAddr, now time.Time) (*loopLink, string, error) {
+func (s *Server) openLoopSession(ctl sessionConn, listener string, client *net.TCPAddr, now time.Time) (loopLink, string, error) {
 	ss := &session{ctl: ctl, listener: listener, kind: kindTLS, cfg: s.cfg.Load(), start: now, client: client}
-	ss.link = loopLink{s: s, ss: ss}
 	res, err := s.checkAllow(ss)
 	if res == "" {
 		res, err = s.track(ss)
@@ -241,7 +239,7 @@ func (s *Server) openLoopSession(ctl sessionConn, listener string, client *net.T
 	if res == "" {
 		s.enterHandshake(ss)
 	}
-	return &ss.link, res, err
+	return loopLink{s: s, ss: ss}, res, err
 }
 
 // viaBalancer reports whether client is a trusted balancer

@@ -217,7 +217,8 @@ func (l *eventLoop) admit(ln *loopListener, fd int, client *net.TCPAddr) {
 		ss.refuse(res, err)
 		return
 	}
-	c.lim = ss.limits()
+	lim := ss.limits()
+	c.until, c.idle = lim.helloBy, lim.idle
 	if err := l.register(fd, c, tokClient); err != nil {
 		l.handoff(c, false)
 		return

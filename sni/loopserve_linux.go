@@ -99,7 +99,7 @@ type loopServer struct{ s *Server }
 
 var _ loopHost = loopServer{}
 
-func (h loopServer) open(ctl sessionConn, listener string, client *net.TCPAddr, now time.Time) (loopSession, string, error) {
+func (h loopServer) open(ctl sessionConn, listener string, client *net.TCPAddr, now time.Time) (loopLink, string, error) {
 	return h.s.openLoopSession(ctl, listener, client, now)
 }
 

@@ -105,7 +105,7 @@ func (l *eventLoop) fill(c *lconn, d *loopDir) bool {
 	if d.stream {
 		if d.p == nil {
 			if d.p, err = l.getPipe(); err != nil {
-				l.fail(c, &sideError{d.src.side, err})
+				l.fail(c, &sideError{c.side(d.src), err})
 				return false
 			}
 		}
@@ -121,7 +121,7 @@ func (l *eventLoop) fill(c *lconn, d *loopDir) bool {
 		l.dropPipe(d)
 		return false
 	case err != nil:
-		l.fail(c, &sideError{d.src.side, os.NewSyscallError("read", err)})
+		l.fail(c, &sideError{c.side(d.src), os.NewSyscallError("read", err)})
 		return false
 	case n == 0:
 		l.endOfStream(c, d)
@@ -163,8 +163,7 @@ func (l *eventLoop) copied(c *lconn, d *loopDir, n int) bool {
 func (l *eventLoop) endOfStream(c *lconn, d *loopDir) {
 	d.eof = true
 	l.dropPipe(d)
-	c.ended++
-	if c.ended == 2 {
+	if c.dirs[0].eof && c.dirs[1].eof {
 		l.end(c, resultOK, nil)
 		return
 	}
@@ -183,7 +182,7 @@ func (l *eventLoop) wrote(c *lconn, d *loopDir, n int, err error) bool {
 		d.dst.w = false
 		return false
 	default:
-		l.fail(c, &sideError{d.dst.side, os.NewSyscallError("write", err)})
+		l.fail(c, &sideError{c.side(d.dst), os.NewSyscallError("write", err)})
 		return false
 	}
 	c.last = l.now
@@ -201,6 +200,6 @@ func (l *eventLoop) dropPipe(d *loopDir) {
 
 // fail ends the tunnel on its first error.
 func (l *eventLoop) fail(c *lconn, err error) {
-	res, verr := tunnelVerdict(err, c.lim.idle)
+	res, verr := tunnelVerdict(err, c.idle)
 	l.end(c, res, verr)
 }

@@ -74,22 +74,23 @@ type session struct {
 	// a route with ClientAuth, set once its handshake succeeded; "" else.
 	node     string
 	up, down atomic.Int64
-	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
 	// splice is the goroutine-driven tunnel of a session the event loop
 	// did not take (set before inTunnel); nil for the loop's own.
-	splice *spliceTunnel
+	splice   *spliceTunnel
+	clientIP netip.Addr // the slot's client address
+	pend     pending    // its place in the handshake budget while pending
+	// The flags sit together: a connection's session is one allocation,
+	// kept inside its size class.
+	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
 	// viaProxy: from a ProxyProtocolFrom balancer, admitted (listen.allow,
 	// slots) once its PROXY header is read.
 	viaProxy bool
-	slot     bool       // holds a max_connections slot (Server.mu)
-	clientIP netip.Addr // the slot's client address
-	pend     pending    // its place in the handshake budget while pending
-	link     loopLink   // the event loop's contract with it (looplink.go)
+	slot     bool // holds a max_connections slot (Server.mu)
+	tarpit   bool // evicted: finish holds the socket in the tarpit (mu)
 
 	mu     sync.Mutex
 	peer   net.Conn // upstream connection, closed by abort
 	forced string   // result imposed by abort
-	tarpit bool     // evicted: finish holds the socket in the tarpit
 	result string
 	err    error
 }
