@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snigate/snigate/upstream"
 )
@@ -141,7 +142,7 @@ func engineIdle(t *testing.T, newWorld func(Config, ...*Route) *world) {
 		readHelloThen(c)
 		io.Copy(io.Discard, c) // never writes
 	})
-	w := newWorld(Config{IdleTimeout: 150e6}, registryRoute(t, up.addr))
+	w := newWorld(Config{IdleTimeout: 150 * time.Millisecond}, registryRoute(t, up.addr))
 	c := w.dial(t)
 	c.Write(captureHello(t, &tls.Config{ServerName: registryName}))
 	if got := readAll(t, c); len(got) != 0 {
