@@ -107,7 +107,7 @@ func (k *loopLink) route(usable func(addr string) bool) ([]*upstream.Host, bool)
 // (the server closes connections by force).
 func (k *loopLink) dialed(h *upstream.Host, err error, took time.Duration) bool {
 	s, ss := k.s, k.ss
-	reportDial(s.ctx, k.ss.route, h, err)
+	reportDial(s.ctx, ss.route, h, err)
 	if err == nil {
 		ss.upstream = h.Addr()
 		if ss.rm != nil {
@@ -115,9 +115,10 @@ func (k *loopLink) dialed(h *upstream.Host, err error, took time.Duration) bool 
 		}
 		return true
 	}
-	s.m.dialFailure(k.ss.route.Name, h.Addr())
-	s.warnf(resultUpstreamError+"/"+k.ss.route.Name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
-		"route", k.ss.route.Name, "upstream", h.Addr(), "err", err)
+	name := ss.route.Name
+	s.m.dialFailure(name, h.Addr())
+	s.warnf(resultUpstreamError+"/"+name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
+		"route", name, "upstream", h.Addr(), "err", err)
 	return s.ctx.Err() == nil
 }
 
@@ -133,11 +134,11 @@ func (k *loopLink) connectFailed(errs []error, candidates int) {
 type localAddrer interface{ LocalAddr() net.Addr }
 
 // replay appends to pend what the upstream must receive first: the
-// route's PROXY header, if any (its destination local's address unless a
-// header named one), and the ClientHello bytes.
+// route's PROXY header, if any (its destination is local's address), and
+// the ClientHello bytes.
 func (k *loopLink) replay(pend [][]byte, local localAddrer) ([][]byte, error) {
 	ss := k.ss
-	if v := k.ss.route.ProxyProtocol; v != ProxyProtocolNone {
+	if v := ss.route.ProxyProtocol; v != ProxyProtocolNone {
 		if ss.dest == nil {
 			ss.dest = local.LocalAddr()
 		}
