@@ -2,13 +2,16 @@ package sni
 
 import (
 	"errors"
+	"io"
+	"log/slog"
+	"net"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/snigate/snigate/internal/rawnet"
+	"github.com/snigate/snigate/upstream"
 )
 
 // eventLoop drives the connections of the TLS listeners on raw
@@ -23,17 +26,36 @@ import (
 // malformed ClientHello, a PROXY header, a host-name upstream — is handed
 // to the goroutine path (session.go) with the bytes read so far, which
 // then behaves exactly as if it had read them itself.
+//
+// The loop reaches its server and sessions only through loopHost and
+// loopSession, and the kernel only through internal/rawnet. The states of
+// a connection (sni/README.md, "Event loop", has the table with results):
+//
+//	state        event                                     next
+//	accepting    admitted                                  reading hello (stHello)
+//	accepting    refused (allow, limits, closing)          closed
+//	accepting    a trusted balancer's connection           handed off, unread
+//	reading      a whole ClientHello, IP splice route      dialing (stConnect)
+//	reading      anything else, its deadline               handed off (fromHello, routed)
+//	dialing      connected                                 replaying (stReplay), then tunnel
+//	dialing      error, the attempt's deadline             dialing the next, or closed
+//	tunnel       a destination full                        draining that way (held bytes)
+//	tunnel       end of stream one way                     half-closed
+//	half-closed  end of stream the other way               closed (ok)
+//	tunnel       an error, timeouts.idle                   closed
+//	any          abort (Close, Shutdown)                   closed (stDone)
 type eventLoop struct {
-	s      *Server
-	epfd   int
-	evfd   int      // eventfd: a command is queued
-	file   *os.File // epfd in the runtime poller
-	rc     syscall.RawConn
-	conns  map[uint64]*lconn
-	lns    map[uint64]*loopListener
-	nextID uint64
-	events []unix.EpollEvent
-	now    time.Time
+	h        loopHost
+	copyOnly bool // (tests) no splice: every tunnel copies through buf
+	epfd     int
+	evfd     int      // eventfd: a command is queued
+	file     *os.File // epfd in the runtime poller
+	rc       syscall.RawConn
+	conns    map[uint64]*lconn
+	lns      map[uint64]*loopListener
+	nextID   uint64
+	events   []rawnet.Event
+	now      time.Time
 	// sweepAt is when the next deadline falls (ClientHello, connect
 	// attempt, idle, a paused listener); zero: none.
 	sweepAt  time.Time
@@ -49,6 +71,49 @@ type eventLoop struct {
 	stopped bool
 	done    chan struct{}
 }
+
+// loopHost is everything an event loop asks of its server (loopserve_linux.go
+// has the server's side).
+type loopHost interface {
+	// open admits a connection accepted on listener from client at now,
+	// with ctl the session's handle on it; res != "" refuses it, and the
+	// loop passes the refusal to the session's refuse.
+	open(ctl sessionConn, listener string, client *net.TCPAddr, now time.Time) (ls loopLink, res string, err error)
+	// viaBalancer: client is a trusted balancer, whose connection the
+	// goroutine path serves from its PROXY header on (serve).
+	viaBalancer(client *net.TCPAddr) bool
+	serve(nc net.Conn, listener string)
+	stopping() bool // closing or stopped accepting: accept errors are expected
+	newPipe() (*pipe, error)
+	logger() *slog.Logger
+	warnf(reason, msg string, args ...any)
+}
+
+// loopSession is everything a loop connection asks of its session: the
+// method set of loopLink (looplink.go), which a connection holds by value
+// (no allocation, no indirection); the loop calls nothing else of it.
+// Calls never allocate on the tunnel's path.
+type loopSession interface {
+	limits() loopLimits
+	// readHello reads from r: true once the ClientHello is whole; false,
+	// nil: more to come; an error: hand the connection off.
+	readHello(r io.Reader, now time.Time) (bool, error)
+	// route returns the candidates of a splice route whose every address
+	// usable accepts; false: hand off, routed.
+	route(usable func(addr string) bool) ([]*upstream.Host, bool)
+	// dialed reports a connect's outcome (passive health); after a
+	// failure, false means try no other candidate.
+	dialed(h *upstream.Host, err error, took time.Duration) bool
+	connectFailed(errs []error, candidates int)
+	replay(pend [][]byte, local localAddrer) ([][]byte, error)
+	tunnelOpen()
+	moved(up bool, n int)
+	refuse(res string, err error)
+	end(result string, err error, routed bool)
+	handoff(nc net.Conn, routed bool)
+}
+
+var _ loopSession = (*loopLink)(nil)
 
 // Kinds of epoll token: the low two bits; the rest is the id.
 const (
@@ -90,40 +155,23 @@ const (
 const loopSweepMin = 10 * time.Millisecond
 
 // newEventLoop opens the epoll set and starts the loop's goroutine.
-func newEventLoop(s *Server) (*eventLoop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+func newEventLoop(h loopHost, copyOnly bool) (*eventLoop, error) {
+	epfd, evfd, err := openEpoll()
 	if err != nil {
-		return nil, os.NewSyscallError("epoll_create1", err)
-	}
-	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		unix.Close(epfd)
-		return nil, os.NewSyscallError("eventfd", err)
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(evfd)
-		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	// Non-blocking, so that os.NewFile hands it to the runtime poller.
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		unix.Close(epfd)
-		unix.Close(evfd)
-		return nil, os.NewSyscallError("fcntl", err)
+		return nil, err
 	}
 	f := os.NewFile(uintptr(epfd), "epoll")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		unix.Close(evfd)
+		rawnet.Close(evfd)
 		return nil, err
 	}
 	l := &eventLoop{
-		s: s, epfd: epfd, evfd: evfd, file: f, rc: rc,
+		h: h, copyOnly: copyOnly, epfd: epfd, evfd: evfd, file: f, rc: rc,
 		conns:    make(map[uint64]*lconn),
 		lns:      make(map[uint64]*loopListener),
-		events:   make([]unix.EpollEvent, loopEvents),
+		events:   make([]rawnet.Event, loopEvents),
 		paused:   make(map[*loopListener]time.Time),
 		backoffs: make(map[*loopListener]time.Duration),
 		done:     make(chan struct{}),
@@ -132,33 +180,29 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 	return l, nil
 }
 
-// startLoops starts the server's loops on first use; an error means the
-// goroutine path serves instead.
-func (s *Server) startLoops() ([]*eventLoop, error) {
-	s.loopsOnce.Do(func() {
-		n := runtime.GOMAXPROCS(0)
-		for range n {
-			l, err := newEventLoop(s)
-			if err != nil {
-				s.loopsErr = err
-				for _, l := range s.loops {
-					l.stop()
-				}
-				s.loops = nil
-				return
-			}
-			s.loops = append(s.loops, l)
-		}
-	})
-	return s.loops, s.loopsErr
-}
-
-// stopLoops ends the loops; call it once no connection is left.
-func (s *Server) stopLoops() {
-	s.loopsOnce.Do(func() {}) // no loop may start after this
-	for _, l := range s.loops {
-		l.stop()
+// openEpoll opens a non-blocking epoll set (so that os.NewFile hands it
+// to the runtime poller) watching an eventfd under token 0.
+func openEpoll() (epfd, evfd int, err error) {
+	if epfd, err = rawnet.EpollCreate(); err != nil {
+		return -1, -1, os.NewSyscallError("epoll_create1", err)
 	}
+	if evfd, err = rawnet.Eventfd(); err != nil {
+		rawnet.Close(epfd)
+		return -1, -1, os.NewSyscallError("eventfd", err)
+	}
+	ev := rawnet.NewEvent(rawnet.EPOLLIN, 0)
+	op := "epoll_ctl"
+	err = rawnet.EpollCtl(epfd, rawnet.EPOLL_CTL_ADD, evfd, &ev)
+	if err == nil {
+		op = "fcntl"
+		_, err = rawnet.EnsureNonblock(epfd)
+	}
+	if err != nil {
+		rawnet.Close(epfd)
+		rawnet.Close(evfd)
+		return -1, -1, os.NewSyscallError(op, err)
+	}
+	return epfd, evfd, nil
 }
 
 // post queues a command for the loop; false when the loop has stopped.
@@ -172,8 +216,7 @@ func (l *eventLoop) post(c loopCmd) bool {
 	first := len(l.cmds) == 1
 	l.mu.Unlock()
 	if first {
-		one := [8]byte{1}
-		unix.Write(l.evfd, one[:])
+		rawnet.Signal(l.evfd)
 	}
 	return true
 }
@@ -199,7 +242,7 @@ func (l *eventLoop) run() {
 		n, err := l.wait()
 		l.now = time.Now()
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			l.s.log.Error("event loop stopped", "err", err)
+			l.h.logger().Error("event loop stopped", "err", err)
 			return
 		}
 		for i := range n {
@@ -224,8 +267,8 @@ func (l *eventLoop) wait() (int, error) {
 	var werr error
 	err := l.rc.Read(func(uintptr) bool {
 		for {
-			n, werr = rawEpollWaitNow(l.epfd, l.events)
-			if werr != unix.EINTR {
+			n, werr = rawnet.EpollWaitNow(l.epfd, l.events)
+			if werr != rawnet.EINTR {
 				break
 			}
 		}
@@ -256,11 +299,18 @@ func (l *eventLoop) due(t time.Time) {
 	}
 }
 
-func (l *eventLoop) dispatch(ev *unix.EpollEvent) {
-	tok := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+// Readiness an event reports.
+const (
+	evReadable = rawnet.EPOLLIN | rawnet.EPOLLRDHUP | rawnet.EPOLLHUP | rawnet.EPOLLERR
+	evWritable = rawnet.EPOLLOUT | rawnet.EPOLLHUP | rawnet.EPOLLERR
+	evHangUp   = rawnet.EPOLLRDHUP | rawnet.EPOLLHUP | rawnet.EPOLLERR
+	evFailed   = rawnet.EPOLLERR | rawnet.EPOLLHUP
+)
+
+func (l *eventLoop) dispatch(ev *rawnet.Event) {
+	tok := ev.Token()
 	if tok == 0 {
-		var b [8]byte
-		unix.Read(l.evfd, b[:])
+		rawnet.Drain(l.evfd)
 		return
 	}
 	id := tok >> 2
@@ -274,16 +324,11 @@ func (l *eventLoop) dispatch(ev *unix.EpollEvent) {
 	if c == nil {
 		return // ended earlier in this batch
 	}
-	in := ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	out := ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	if tok&3 == tokClient {
-		c.cr, c.cw = c.cr || in, c.cw || out
-		c.chup = c.chup || ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	} else {
-		c.ur, c.uw = c.ur || in, c.uw || out
-		c.uerr = c.uerr || ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0
-		c.uhup = c.uhup || ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	e := &c.client
+	if tok&3 == tokUpstream {
+		e = &c.upstream
 	}
+	e.seen(ev)
 	l.step(c)
 }
 
@@ -318,18 +363,24 @@ func (l *eventLoop) commands() bool {
 		}
 	}
 	if stop {
-		l.mu.Lock()
-		l.stopped = true
-		rest := l.cmds
-		l.cmds = nil
-		l.mu.Unlock()
-		for _, c := range rest {
-			if c.done != nil {
-				close(c.done)
-			}
-		}
+		l.stopCommands()
 	}
 	return stop
+}
+
+// stopCommands refuses commands from now on and releases the callers of
+// those queued meanwhile.
+func (l *eventLoop) stopCommands() {
+	l.mu.Lock()
+	l.stopped = true
+	rest := l.cmds
+	l.cmds = nil
+	l.mu.Unlock()
+	for _, c := range rest {
+		if c.done != nil {
+			close(c.done)
+		}
+	}
 }
 
 // runQueued gives the connections that used their budget another turn.
@@ -388,7 +439,7 @@ func (l *eventLoop) closeAll() {
 	}
 	l.pipes = nil
 	l.file.Close()
-	unix.Close(l.evfd)
+	rawnet.Close(l.evfd)
 }
 
 // getPipe returns an empty pipe from the loop's pool, or a new one.
@@ -398,7 +449,7 @@ func (l *eventLoop) getPipe() (*pipe, error) {
 		l.pipes = l.pipes[:n-1]
 		return p, nil
 	}
-	return l.s.pipes.get()
+	return l.h.newPipe()
 }
 
 // putPipe returns an empty pipe to the pool; one holding bytes is closed.
@@ -413,12 +464,8 @@ func (l *eventLoop) putPipe(p *pipe) {
 // register adds fd to the set, edge-triggered for both directions, under
 // the token of c's side kind.
 func (l *eventLoop) register(fd int, c *lconn, kind uint64) error {
-	tok := c.id<<2 | kind
-	ev := unix.EpollEvent{
-		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
-		Fd:     int32(uint32(tok)), Pad: int32(uint32(tok >> 32)),
-	}
-	if err := rawEpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	ev := rawnet.NewEvent(rawnet.EPOLLIN|rawnet.EPOLLOUT|rawnet.EPOLLRDHUP|rawnet.EPOLLET, c.id<<2|kind)
+	if err := rawnet.EpollCtl(l.epfd, rawnet.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	return nil

@@ -56,14 +56,14 @@ func TestLoopSocketsNoDelay(t *testing.T) {
 	w.srv.mu.Lock()
 	var c *lconn
 	for ss := range w.srv.sessions {
-		c, _ = ss.conn.(*lconn)
+		c, _ = ss.ctl.(*lconn)
 	}
 	w.srv.mu.Unlock()
 	if c == nil {
 		t.Fatal("the tunnel is not the event loop's")
 	}
 	var fds map[string]int
-	c.l.call(loopCmd{op: cmdFunc, fn: func() { fds = map[string]int{"client": c.cfd, "upstream": c.ufd} }})
+	c.l.call(loopCmd{op: cmdFunc, fn: func() { fds = map[string]int{"client": c.client.fd, "upstream": c.upstream.fd} }})
 	for name, fd := range fds {
 		v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
 		if err != nil || v == 0 {

@@ -1,25 +1,24 @@
 package sni
 
 import (
-	"errors"
 	"io"
 	"net"
 	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/snigate/snigate/internal/rawnet"
 	"github.com/snigate/snigate/upstream"
-	"golang.org/x/sys/unix"
 )
 
-// States of a loop connection.
+// States of a loop connection (the table is in loop_linux.go's doc).
 const (
-	stNew     uint8 = iota
-	stHello         // reading the ClientHello
-	stConnect       // connecting to a candidate
-	stReplay        // sending the PROXY header and the ClientHello
-	stTunnel        // splicing both ways
-	stDone
+	stNew     uint8 = iota // accepted, not admitted yet
+	stHello                // reading the ClientHello
+	stConnect              // connecting to a candidate
+	stReplay               // sending the PROXY header and the ClientHello
+	stTunnel               // splicing both ways (one way once half-closed)
+	stDone                 // closed, or handed off to the goroutine path
 )
 
 // Owners of a loop connection's client descriptor.
@@ -29,58 +28,82 @@ const (
 	ownClosed
 )
 
-// lconn is one connection the event loop runs. It is the session's conn
-// too: the server's bookkeeping (abort, evict, Shutdown's deadlines,
-// finish) reaches the loop through its net.Conn methods. Every other field
-// belongs to the loop's goroutine.
+// lconn is one connection the event loop runs. It is the session's
+// handle on it too (sessionConn): the server's bookkeeping (abort, evict,
+// Shutdown's deadlines, finish) reaches the loop through Close and
+// SetDeadline. Every other field belongs to the loop's goroutine.
 type lconn struct {
 	l        *eventLoop
-	ss       *session
+	ss       loopLink // its session, as loopSession
 	id       uint64
-	cfd, ufd int
-	own      atomic.Int32
-	raddr    *net.TCPAddr
 	listener *loopListener
+	own      atomic.Int32
+	state    uint8
+	queued   bool // in the loop's run queue
 
-	state          uint8
-	cr, cw, ur, uw bool // readiness seen (edge-triggered): cleared by EAGAIN
-	uerr           bool // the upstream socket reported EPOLLERR or EPOLLHUP
-	chup, uhup     bool // the socket reported EPOLLRDHUP, EPOLLHUP or EPOLLERR
-	queued         bool // in the loop's run queue
+	client, upstream loopEnd
+	// until is the current state's deadline: the whole ClientHello, then
+	// each connect attempt's share of timeouts.connect.
+	until time.Time
 
 	// connect
-	hosts    []*upstream.Host
-	next     int // index of the candidate being tried
-	release  func()
-	started  time.Time // of the connect
-	connBy   time.Time // timeouts.connect of the whole connect
-	attempt  time.Time // of the attempt on the current candidate
-	errs     []error
-	pend     [][]byte // replay not written yet
-	pendHead []byte   // the PROXY header, kept for pend
+	hosts   []*upstream.Host
+	next    int // index of the candidate being tried
+	release func()
+	started time.Time // of the connect
+	errs    []error
+	pend    [][]byte // replay not written yet
 
 	// tunnel
-	dirs  [2]loopDir
-	ended int           // directions at end of stream
-	idle  time.Duration // <= 0: none
-	last  time.Time     // a byte moved either way
+	dirs [2]loopDir    // up (client to upstream), down
+	idle time.Duration // timeouts.idle; <= 0: none
+	last time.Time     // a byte moved either way
 }
 
-// loopDir is one way of a loop tunnel.
-type loopDir struct {
-	p      *pipe  // held only while bytes are in flight
-	held   []byte // copied bytes the destination has not taken yet
-	eof    bool   // src reached end of stream
-	stream bool   // a read filled the loop's buffer: splice from now on
+var _ sessionConn = (*lconn)(nil)
+
+// loopEnd is one socket of a loop connection and the readiness the
+// (edge-triggered) events reported on it since the last EAGAIN.
+type loopEnd struct {
+	fd   int
+	r, w bool // readable, writable: cleared by EAGAIN
+	hup  bool // EPOLLRDHUP, EPOLLHUP or EPOLLERR: an end of stream waits
+	err  bool // EPOLLERR or EPOLLHUP (a connect's outcome)
+}
+
+// seen records what an event reports.
+func (e *loopEnd) seen(ev *rawnet.Event) {
+	e.r = e.r || ev.Has(evReadable)
+	e.w = e.w || ev.Has(evWritable)
+	e.hup = e.hup || ev.Has(evHangUp)
+	e.err = e.err || ev.Has(evFailed)
+}
+
+// newLconn returns the loop connection of the accepted socket fd; both
+// directions know their ends from the start.
+func (l *eventLoop) newLconn(fd int, ln *loopListener) *lconn {
+	l.nextID++
+	c := &lconn{l: l, id: l.nextID, listener: ln}
+	c.client = loopEnd{fd: fd}
+	c.upstream = loopEnd{fd: -1}
+	c.dirs[0] = loopDir{src: &c.client, dst: &c.upstream, up: true}
+	c.dirs[1] = loopDir{src: &c.upstream, dst: &c.client}
+	return c
+}
+
+// side names e for errors and results.
+func (c *lconn) side(e *loopEnd) string {
+	if e == &c.client {
+		return sideClient
+	}
+	return sideUpstream
 }
 
 // deadline is when the connection's current state times out.
 func (c *lconn) deadline() time.Time {
 	switch c.state {
-	case stHello:
-		return c.ss.start.Add(c.ss.cfg.ClientHelloTimeout)
-	case stConnect, stReplay:
-		return c.attempt
+	case stHello, stConnect, stReplay:
+		return c.until
 	case stTunnel:
 		if c.idle > 0 {
 			return c.last.Add(c.idle)
@@ -107,11 +130,11 @@ func (l *eventLoop) step(c *lconn) {
 	case stHello:
 		l.readHello(c)
 	case stConnect:
-		if c.uw {
+		if c.upstream.w {
 			l.connectDone(c)
 		}
 	case stReplay:
-		if c.uw {
+		if c.upstream.w {
 			l.writeReplay(c)
 		}
 	case stTunnel:
@@ -127,57 +150,43 @@ func (l *eventLoop) queue(c *lconn) {
 	}
 }
 
-// readHello reads what the client sent and parses it when a whole
-// ClientHello is there.
+// readHello reads what the client sent and routes the connection once a
+// whole ClientHello is there.
 func (l *eventLoop) readHello(c *lconn) {
-	if !c.cr {
+	if !c.client.r {
 		return
 	}
-	ss := c.ss
-	if ss.helloBuf == nil {
-		ss.helloBuf = getHelloBuf()
-		ss.raw = (*ss.helloBuf)[:0]
-	}
-	raw, err := readClientHello(helloFD{c}, ss.raw, &ss.hello)
-	ss.raw = raw
+	done, err := c.ss.readHello(helloFD{&c.client}, l.now)
 	switch {
-	case err == nil:
-	case errors.Is(err, errWouldBlock) && (len(raw) == 0 || looksLikeTLS(raw)):
-		return // the rest is on its way
-	default:
+	case err != nil:
 		l.handoff(c, false) // not TLS, malformed, closed: the goroutine path says why
-		return
+	case done:
+		l.route(c)
 	}
-	l.s.m.clientHello(l.now.Sub(ss.start))
-	l.s.handshakeDone(ss)
-	l.route(c)
 }
 
-// errWouldBlock: the client has sent nothing more yet.
-var errWouldBlock = errors.New("would block")
-
 // helloFD reads the client's socket for readClientHello.
-type helloFD struct{ c *lconn }
+type helloFD struct{ e *loopEnd }
 
 func (h helloFD) Read(b []byte) (int, error) {
 	for {
-		n, err := rawRead(h.c.cfd, b)
+		n, err := rawnet.Read(h.e.fd, b)
 		switch {
-		case err == unix.EINTR:
+		case err == rawnet.EINTR:
 			continue
-		case err == unix.EAGAIN:
-			h.c.cr = false
+		case err == rawnet.EAGAIN:
+			h.e.r = false
 			return 0, errWouldBlock
 		case err != nil:
 			return 0, os.NewSyscallError("read", err)
 		case n == 0:
 			return 0, io.EOF
 		}
-		if n < len(b) && !h.c.chup {
+		if n < len(b) && !h.e.hup {
 			// A short read emptied the receive queue; bytes that come
 			// later raise a new edge. Not so an end of stream that came
 			// before: it stays to be read, with no edge to come.
-			h.c.cr = false
+			h.e.r = false
 		}
 		return n, nil
 	}
@@ -187,46 +196,16 @@ func (h helloFD) Read(b []byte) (int, error) {
 // runtime poller as a net.Conn, and the session, with what was read so
 // far, to fromHello (routed false) or routed.
 func (l *eventLoop) handoff(c *lconn, routed bool) {
-	s, ss := l.s, c.ss
 	delete(l.conns, c.id)
-	rawEpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.cfd, nil)
+	rawnet.EpollCtl(l.epfd, rawnet.EPOLL_CTL_DEL, c.client.fd, nil)
 	c.state = stDone
-	c.own.Store(ownClosed) // from now on ss.conn is the net.Conn
-	nc, err := fdNetConn(c.cfd)
+	c.own.Store(ownClosed) // from now on the session's net.Conn owns it
+	nc, err := fdNetConn(c.client.fd)
 	if err != nil {
-		ss.end(resultClientError, err)
-		s.finish(ss)
-		s.wg.Done()
+		c.ss.end(resultClientError, err, false)
 		return
 	}
-	s.adopt(ss, nc)
-	stage := s.fromHello
-	if routed {
-		stage = s.routed
-	}
-	go s.ended(ss, stage)
-}
-
-// adopt makes nc the session's connection, with the ClientHello deadline
-// of the goroutine path and whatever was asked of the loop connection
-// meanwhile: closed by abort, cut by an eviction or the start of
-// Shutdown.
-func (s *Server) adopt(ss *session, nc net.Conn) {
-	nc.SetDeadline(ss.start.Add(ss.cfg.ClientHelloTimeout))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.conn = nc
-	if ss.dest == nil {
-		ss.dest = nc.LocalAddr()
-	}
-	switch {
-	case ss.forced != "" && !ss.tarpit:
-		nc.Close()
-	case ss.tarpit, s.closing.Load() && !ss.inTunnel.Load():
-		nc.SetDeadline(time.Unix(1, 0))
-	}
+	c.ss.handoff(nc, routed)
 }
 
 // abort ends a connection that Close or Shutdown aborted: its result is
@@ -239,12 +218,7 @@ func (l *eventLoop) abort(c *lconn) {
 	l.end(c, "", net.ErrClosed)
 }
 
-// The net.Conn side of a loop connection, called from any goroutine.
-
-func (c *lconn) Read([]byte) (int, error)  { return 0, errLoopConn }
-func (c *lconn) Write([]byte) (int, error) { return 0, errLoopConn }
-
-var errLoopConn = errors.New("sni: connection owned by the event loop")
+// The session's handle, called from any goroutine.
 
 // Close asks the loop to end the connection, or closes a released socket.
 func (c *lconn) Close() error {
@@ -253,14 +227,11 @@ func (c *lconn) Close() error {
 		c.l.post(loopCmd{op: cmdAbort, c: c})
 	case ownReleased:
 		if c.own.CompareAndSwap(ownReleased, ownClosed) {
-			return unix.Close(c.cfd)
+			return rawnet.Close(c.client.fd)
 		}
 	}
 	return nil
 }
-
-func (c *lconn) LocalAddr() net.Addr  { return c.listener.Addr() }
-func (c *lconn) RemoteAddr() net.Addr { return c.raddr }
 
 // SetDeadline in the past (Shutdown's start, an eviction) cuts a
 // connection still reading its ClientHello; the loop keeps every other
@@ -272,17 +243,23 @@ func (c *lconn) SetDeadline(t time.Time) error {
 	return nil
 }
 
-func (c *lconn) SetReadDeadline(t time.Time) error  { return c.SetDeadline(t) }
-func (c *lconn) SetWriteDeadline(t time.Time) error { return c.SetDeadline(t) }
+// LocalAddr asks the kernel for the client socket's local address (the
+// destination of a PROXY header); loop goroutine only.
+func (c *lconn) LocalAddr() net.Addr {
+	sa, err := rawnet.LocalAddr(c.client.fd)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return sa.TCPAddr()
+}
 
 // end closes the connection's sockets and ends its session with result
 // (or what abort imposed).
 func (l *eventLoop) end(c *lconn, result string, err error) {
-	s, ss := l.s, c.ss
 	delete(l.conns, c.id)
-	if c.ufd >= 0 {
-		rawClose(c.ufd)
-		c.ufd = -1
+	if c.upstream.fd >= 0 {
+		rawnet.Close(c.upstream.fd)
+		c.upstream.fd = -1
 	}
 	for i := range c.dirs {
 		if p := c.dirs[i].p; p != nil {
@@ -295,14 +272,9 @@ func (l *eventLoop) end(c *lconn, result string, err error) {
 		c.release = nil
 	}
 	if c.own.CompareAndSwap(ownLoop, ownClosed) {
-		rawClose(c.cfd)
+		rawnet.Close(c.client.fd)
 	}
 	routed := c.state >= stConnect
 	c.state = stDone
-	ss.end(result, err)
-	if routed {
-		ss.rm.activeDec()
-	}
-	s.finish(ss)
-	s.wg.Done()
+	c.ss.end(result, err, routed)
 }

@@ -6,47 +6,36 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"unsafe"
+	"time"
 
-	"github.com/snigate/snigate/names"
-	"golang.org/x/sys/unix"
+	"github.com/snigate/snigate/internal/rawnet"
 )
 
-// route looks the server name up and starts the connect of a splice
-// route whose candidates are IP literals; everything else (a bridge
-// route, no route, a refused name, no candidate, a host name) goes to the
-// goroutine path, which refuses or serves it as it always has.
+// route starts the connect of a splice route whose candidates are IP
+// literals; everything else (a bridge route, no route, a refused name, no
+// candidate, a host name) goes to the goroutine path, which refuses or
+// serves it as it always has.
 func (l *eventLoop) route(c *lconn) {
-	ss := c.ss
-	name := ss.hello.ServerName
-	if name != "" && !names.IsHost(name) {
+	hosts, ok := c.ss.route(rawDialable)
+	if !ok {
 		l.handoff(c, true)
 		return
 	}
-	r, ok := l.s.routes.Load().Lookup(name)
-	if !ok || r.Mode != ModeSplice {
-		l.handoff(c, true)
-		return
-	}
-	hosts := r.Pool.Candidates()
-	if len(hosts) == 0 {
-		l.handoff(c, true)
-		return
-	}
-	for _, h := range hosts {
-		if ap, err := netip.ParseAddrPort(h.Addr()); err != nil || ap.Addr().Zone() != "" {
-			l.handoff(c, true)
-			return
-		}
-	}
-	ss.route, ss.rm = r, l.s.m.forRoute(r)
-	ss.rm.activeInc()
 	c.hosts, c.next = hosts, 0
 	c.started = l.now
-	c.connBy = l.now.Add(ss.cfg.ConnectTimeout)
 	c.state = stConnect
 	l.dial(c)
 }
+
+// rawDialable reports whether addr is an IP literal without a zone, which
+// the loop connects to itself (a zone needs net's interface lookup).
+func rawDialable(addr string) bool {
+	ap, err := netip.ParseAddrPort(addr)
+	return err == nil && ap.Addr().Zone() == ""
+}
+
+// connectBy is when timeouts.connect of the whole connect ends.
+func (c *lconn) connectBy() time.Time { return c.started.Add(c.ss.limits().connect) }
 
 // hostAddr is the address of the candidate being tried.
 func (c *lconn) hostAddr() net.Addr {
@@ -63,16 +52,20 @@ func (l *eventLoop) dial(c *lconn) {
 	h := c.hosts[c.next]
 	ap, _ := netip.ParseAddrPort(h.Addr())
 	c.release = h.Acquire()
-	c.attempt = attemptDeadline(l.now, c.connBy, len(c.hosts)-c.next)
-	l.due(c.attempt)
+	c.until = attemptDeadline(l.now, c.connectBy(), len(c.hosts)-c.next)
+	l.due(c.until)
 	c.state = stConnect
-	rs := newRawSockaddr(ap)
-	fd, op, err := rawSocketConnect(&rs)
+	sa, err := rawnet.SockaddrOf(ap)
+	if err != nil {
+		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: err})
+		return
+	}
+	fd, op, err := rawnet.SocketConnect(&sa)
 	if err != nil {
 		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError(op, err)})
 		return
 	}
-	c.ufd, c.ur, c.uw, c.uerr, c.uhup = fd, false, false, false, false
+	c.upstream = loopEnd{fd: fd}
 	if err := l.register(fd, c, tokUpstream); err != nil {
 		l.attemptFailed(c, err)
 		return
@@ -83,40 +76,24 @@ func (l *eventLoop) dial(c *lconn) {
 // connectDone runs once the connecting socket is writable: connected,
 // unless it also reported an error or hang-up, whose cause SO_ERROR tells.
 func (l *eventLoop) connectDone(c *lconn) {
-	if c.uerr {
-		err, gerr := unix.GetsockoptInt(c.ufd, unix.SOL_SOCKET, unix.SO_ERROR)
-		errno := unix.Errno(err)
+	if c.upstream.err {
+		errno, gerr := rawnet.SocketError(c.upstream.fd)
 		if gerr != nil && !errors.As(gerr, &errno) {
-			errno = unix.EIO
+			errno = rawnet.EIO
 		}
 		if errno == 0 {
-			errno = unix.ECONNRESET // hung up without an error: reset
+			errno = rawnet.ECONNRESET // hung up without an error: reset
 		}
 		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: c.hostAddr(), Err: os.NewSyscallError("connect", errno)})
 		return
 	}
-	ss := c.ss
-	h := c.hosts[c.next]
-	reportDial(l.s.ctx, ss.route, h, nil)
-	ss.upstream = h.Addr()
-	if ss.rm != nil {
-		ss.rm.connect.Observe(l.now.Sub(c.started).Seconds())
+	c.ss.dialed(c.hosts[c.next], nil, l.now.Sub(c.started))
+	pend, err := c.ss.replay(c.pend[:0], c)
+	if err != nil {
+		l.attemptFailed(c, err)
+		return
 	}
-	c.pend = c.pend[:0]
-	if v := ss.route.ProxyProtocol; v != ProxyProtocolNone {
-		if ss.dest == nil {
-			ss.dest = localAddr(c.cfd)
-		}
-		hdr, err := formatProxyHeader(v, ss.client, ss.dest)
-		if err != nil {
-			l.attemptFailed(c, fmt.Errorf("format PROXY %s header: %w", v, err))
-			return
-		}
-		c.pend = append(c.pend, hdr)
-	}
-	if len(ss.raw) > 0 {
-		c.pend = append(c.pend, ss.raw)
-	}
+	c.pend = pend
 	c.state = stReplay
 	l.writeReplay(c)
 }
@@ -125,72 +102,58 @@ func (l *eventLoop) connectDone(c *lconn) {
 // writev, unless the socket is full), then starts the tunnel.
 func (l *eventLoop) writeReplay(c *lconn) {
 	for len(c.pend) > 0 {
-		n, err := rawWritev(c.ufd, c.pend)
+		n, err := rawnet.Writev(c.upstream.fd, c.pend)
 		switch err {
 		case nil:
-		case unix.EINTR:
+		case rawnet.EINTR:
 			continue
-		case unix.EAGAIN:
-			c.uw = false
+		case rawnet.EAGAIN:
+			c.upstream.w = false
 			return
 		default:
 			l.attemptFailed(c, fmt.Errorf("send ClientHello: %w", os.NewSyscallError("writev", err)))
 			return
 		}
-		for n > 0 && len(c.pend) > 0 {
-			if n >= len(c.pend[0]) {
-				n -= len(c.pend[0])
-				c.pend = c.pend[1:]
-			} else {
-				c.pend[0] = c.pend[0][n:]
-				n = 0
-			}
-		}
+		c.pend = consumed(c.pend, n)
 	}
-	ss := c.ss
-	n := int64(len(ss.raw))
-	ss.up.Add(n)
-	ss.rm.addBytes(DirectionUpstream, n)
-	ss.releaseHello()
+	c.ss.tunnelOpen()
 	c.pend, c.hosts, c.errs = nil, nil, nil
 	l.startTunnel(c)
+}
+
+// consumed drops the first n bytes written from bufs.
+func consumed(bufs [][]byte, n int) [][]byte {
+	for n > 0 && len(bufs) > 0 {
+		if n >= len(bufs[0]) {
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+		} else {
+			bufs[0] = bufs[0][n:]
+			n = 0
+		}
+	}
+	return bufs
 }
 
 // attemptFailed records a failed attempt, as Server.connect does, and
 // tries the next candidate while time is left.
 func (l *eventLoop) attemptFailed(c *lconn, err error) {
-	s, ss := l.s, c.ss
 	h := c.hosts[c.next]
-	reportDial(s.ctx, ss.route, h, err)
+	retry := c.ss.dialed(h, err, l.now.Sub(c.started))
 	if c.release != nil {
 		c.release()
 		c.release = nil
 	}
-	s.m.dialFailure(ss.route.Name, h.Addr())
-	s.warnf(resultUpstreamError+"/"+ss.route.Name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
-		"route", ss.route.Name, "upstream", h.Addr(), "err", err)
 	c.errs = append(c.errs, fmt.Errorf("%s: %w", h.Addr(), err))
-	if c.ufd >= 0 {
-		rawClose(c.ufd)
-		c.ufd = -1
+	if c.upstream.fd >= 0 {
+		rawnet.Close(c.upstream.fd)
+		c.upstream.fd = -1
 	}
 	c.next++
-	if c.next < len(c.hosts) && s.ctx.Err() == nil && l.now.Before(c.connBy) {
+	if c.next < len(c.hosts) && retry && l.now.Before(c.connectBy()) {
 		l.dial(c)
 		return
 	}
-	cerr := fmt.Errorf("route %q: %d of %d upstreams tried within timeouts.connect (%v), all failed: %w",
-		ss.route.Name, len(c.errs), len(c.hosts), ss.cfg.ConnectTimeout, errors.Join(c.errs...))
-	s.connectFailed(ss, cerr)
+	c.ss.connectFailed(c.errs, len(c.hosts))
 	l.end(c, "", nil)
-}
-
-// localAddr asks the kernel for a socket's local address.
-func localAddr(fd int) net.Addr {
-	var rsa unix.RawSockaddrAny
-	l := uint32(unix.SizeofSockaddrAny)
-	if _, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l))); e != 0 {
-		return &net.TCPAddr{}
-	}
-	return rawSockaddrTCP(&rsa)
 }

@@ -7,8 +7,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/snigate/snigate/internal/rawnet"
 )
 
 // loopListener is a TLS listener whose connections the event loops
@@ -18,7 +19,6 @@ import (
 // listener itself.
 type loopListener struct {
 	net.Listener
-	s     *Server
 	fd    int // the loops' duplicate
 	label string
 	loops []*eventLoop
@@ -30,59 +30,6 @@ type loopListener struct {
 	fdDone  chan struct{} // the loops' duplicate is closed
 	mu      sync.Mutex
 	err     error // a fatal accept error, which Serve returns
-}
-
-// serveLoop serves ln from the event loops when it can: a TCP listener of
-// kind TLS on a server that dials upstreams itself. ok false: the caller
-// serves ln with its accept goroutine.
-func (s *Server) serveLoop(ln net.Listener, kind string) (err error, ok bool) {
-	wl, isOurs := ln.(*Listener)
-	if !isOurs || kind != kindTLS || s.loopOff || !s.rawDial {
-		return nil, false
-	}
-	loops, err := s.startLoops()
-	if err != nil || len(loops) == 0 {
-		return nil, false
-	}
-	rc, err := wl.SyscallConn()
-	if err != nil {
-		return nil, false
-	}
-	fd := -1
-	var derr error
-	if cerr := rc.Control(func(sfd uintptr) { fd, derr = unix.FcntlInt(sfd, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil || derr != nil {
-		return nil, false
-	}
-	// The loops' accept4 must never block (rawsys_linux.go).
-	if _, err := rawEnsureNonblock(fd); err != nil {
-		unix.Close(fd)
-		return nil, false
-	}
-	// See setListenerNoDelay.
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	lln := &loopListener{Listener: ln, s: s, fd: fd, label: ln.Addr().String(), loops: loops,
-		ids: make(map[*eventLoop]uint64), closed: make(chan struct{}), fdDone: make(chan struct{})}
-	if !s.trackListener(lln) {
-		lln.Close()
-		return ErrServerClosed, true
-	}
-	defer s.untrackListener(lln)
-	s.log.Info("listening", "listener", lln.label, "kind", kind)
-	for _, l := range loops {
-		l.call(loopCmd{op: cmdAddListener, ln: lln})
-	}
-	select {
-	case <-lln.closed:
-	case <-wl.closed: // closed by its owner (a reload that drops it)
-		lln.Close()
-	}
-	<-lln.fdDone // the socket no longer listens once Serve returns
-	lln.mu.Lock()
-	defer lln.mu.Unlock()
-	if lln.err != nil && !s.closing.Load() && !s.stopped.Load() {
-		return lln.err, true
-	}
-	return ErrServerClosed, true
 }
 
 // Accept is not how a loop listener's connections arrive: it waits until
@@ -112,7 +59,7 @@ func (ln *loopListener) Close() error {
 			for _, d := range dones {
 				<-d
 			}
-			unix.Close(ln.fd)
+			rawnet.Close(ln.fd)
 			close(ln.fdDone)
 		}()
 		err = ln.Listener.Close()
@@ -149,11 +96,10 @@ func (l *eventLoop) watchListener(ln *loopListener) {
 	if id == 0 || l.lns[id] != ln {
 		return
 	}
-	tok := id<<2 | tokListener
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(uint32(tok)), Pad: int32(uint32(tok >> 32))}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.fd, &ev); err == unix.EINVAL {
-		ev.Events = unix.EPOLLIN
-		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.fd, &ev)
+	ev := rawnet.NewEvent(rawnet.EPOLLIN|rawnet.EPOLLEXCLUSIVE, id<<2|tokListener)
+	if err := rawnet.EpollCtl(l.epfd, rawnet.EPOLL_CTL_ADD, ln.fd, &ev); err == syscall.EINVAL {
+		ev.Events = rawnet.EPOLLIN
+		rawnet.EpollCtl(l.epfd, rawnet.EPOLL_CTL_ADD, ln.fd, &ev)
 	}
 }
 
@@ -173,7 +119,7 @@ func (l *eventLoop) dropListener(ln *loopListener) {
 	delete(l.lns, id)
 	delete(l.paused, ln)
 	delete(l.backoffs, ln)
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
+	rawnet.EpollCtl(l.epfd, rawnet.EPOLL_CTL_DEL, ln.fd, nil)
 }
 
 // accept takes up to acceptBatch connections from ln, once it made sure
@@ -183,18 +129,18 @@ func (l *eventLoop) accept(ln *loopListener) {
 		return
 	}
 	for range acceptBatch {
-		fd, raddr, err := rawAccept4(ln.fd)
+		fd, peer, err := rawnet.Accept4(ln.fd)
 		switch err {
 		case nil:
 			delete(l.backoffs, ln)
-			l.admit(ln, fd, raddr)
+			l.admit(ln, fd, peer.TCPAddr())
 			continue
-		case unix.EAGAIN:
+		case rawnet.EAGAIN:
 			return
-		case unix.EINTR, unix.ECONNABORTED:
+		case rawnet.EINTR, rawnet.ECONNABORTED:
 			continue
 		}
-		if l.s.closing.Load() || l.s.stopped.Load() {
+		if l.h.stopping() {
 			return
 		}
 		serr := os.NewSyscallError("accept4", err)
@@ -207,8 +153,8 @@ func (l *eventLoop) accept(ln *loopListener) {
 		// accept goroutine's back-off does.
 		b := nextBackoff(l.backoffs[ln])
 		l.backoffs[ln] = b
-		l.s.log.Warn("accept failed; retrying", "listener", ln.label, "err", serr, "backoff", b)
-		rawEpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.fd, nil)
+		l.h.logger().Warn("accept failed; retrying", "listener", ln.label, "err", serr, "backoff", b)
+		rawnet.EpollCtl(l.epfd, rawnet.EPOLL_CTL_DEL, ln.fd, nil)
 		until := l.now.Add(b)
 		l.paused[ln] = until
 		l.due(until)
@@ -222,14 +168,14 @@ func (l *eventLoop) accept(ln *loopListener) {
 // False: its flags cannot be read or set, and ln ends as after a fatal
 // accept error (Serve returns it).
 func (l *eventLoop) nonblocking(ln *loopListener) bool {
-	restored, err := rawEnsureNonblock(ln.fd)
+	restored, err := rawnet.EnsureNonblock(ln.fd)
 	if err != nil {
 		ln.fail(fmt.Errorf("accept on %s: make the listening socket non-blocking: %w", ln.label, os.NewSyscallError("fcntl", err)))
 		l.dropListener(ln)
 		return false
 	}
 	if restored {
-		l.s.warnf("listener_blocking", "listening socket found in blocking mode (a process sharing it cleared O_NONBLOCK); made non-blocking again", "listener", ln.label)
+		l.h.warnf("listener_blocking", "listening socket found in blocking mode (a process sharing it cleared O_NONBLOCK); made non-blocking again", "listener", ln.label)
 	}
 	return true
 }
@@ -241,7 +187,7 @@ func acceptRetryable(err error) bool {
 		return true
 	}
 	switch err {
-	case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM, unix.EPERM, unix.EPROTO:
+	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EPERM, syscall.EPROTO:
 		return true
 	}
 	return false
@@ -251,34 +197,28 @@ func acceptRetryable(err error) bool {
 // connection, as Server.accept does, and starts reading its ClientHello.
 // One from a trusted balancer goes to the goroutine path, which reads its
 // PROXY header first.
-func (l *eventLoop) admit(ln *loopListener, fd int, raddr *net.TCPAddr) {
-	s := l.s
-	cfg := s.cfg.Load()
-	if len(cfg.ProxyProtocolFrom) > 0 && inPrefixes(cfg.ProxyProtocolFrom, raddr) {
-		c, err := fdNetConn(fd)
+func (l *eventLoop) admit(ln *loopListener, fd int, client *net.TCPAddr) {
+	if l.h.viaBalancer(client) {
+		nc, err := fdNetConn(fd)
 		if err != nil {
-			s.log.Warn("accept failed", "listener", ln.label, "err", err)
+			l.h.logger().Warn("accept failed", "listener", ln.label, "err", err)
 			return
 		}
-		s.accept(c, ln.label, kindTLS)
+		l.h.serve(nc, ln.label)
 		return
 	}
-	l.nextID++
-	c := &lconn{l: l, id: l.nextID, cfd: fd, ufd: -1, raddr: raddr, listener: ln}
-	ss := &session{conn: c, listener: ln.label, kind: kindTLS, cfg: cfg, start: l.now, client: raddr}
+	c := l.newLconn(fd, ln)
+	l.conns[c.id] = c // before open: an abort right after finds it
+	ss, res, err := l.h.open(c, ln.label, client, l.now)
 	c.ss = ss
-	l.conns[c.id] = c // before track: an abort right after finds it
-	res, err := s.checkAllow(ss)
-	if res == "" {
-		res, err = s.track(ss)
-	}
 	if res != "" {
 		delete(l.conns, c.id)
 		c.own.Store(ownReleased) // finish closes it, or the tarpit holds it
-		s.refuse(ss, res, err)
+		ss.refuse(res, err)
 		return
 	}
-	s.enterHandshake(ss)
+	lim := ss.limits()
+	c.until, c.idle = lim.helloBy, lim.idle
 	if err := l.register(fd, c, tokClient); err != nil {
 		l.handoff(c, false)
 		return
@@ -304,6 +244,6 @@ func fdNetConn(fd int) (net.Conn, error) {
 // established before lacks it.
 func setListenerNoDelay(tl *net.TCPListener) {
 	if rc, err := tl.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) })
+		rc.Control(func(fd uintptr) { rawnet.SetNoDelay(int(fd)) })
 	}
 }

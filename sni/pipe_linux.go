@@ -1,6 +1,10 @@
 package sni
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"github.com/snigate/snigate/internal/rawnet"
+)
 
 // pipe is a kernel pipe that splices bytes from one socket to another; n
 // bytes are in it.
@@ -31,13 +35,11 @@ func (pp *pipePool) get() (*pipe, error) {
 		return p, nil
 	default:
 	}
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return nil, err
+	r, w, err := rawnet.Pipe(pipeSize) // a smaller pipe (the user's quota) still works
+	if err != nil {
+		return nil, os.NewSyscallError("pipe2", err)
 	}
-	// A smaller pipe (the user's pipe quota) still works: ignore the error.
-	unix.FcntlInt(uintptr(fds[1]), unix.F_SETPIPE_SZ, pipeSize)
-	return &pipe{r: fds[0], w: fds[1]}, nil
+	return &pipe{r: r, w: w}, nil
 }
 
 // put returns p: an empty pipe goes back to the pool (or is closed when
@@ -66,6 +68,6 @@ func (pp *pipePool) close() {
 }
 
 func (p *pipe) close() {
-	unix.Close(p.r)
-	unix.Close(p.w)
+	rawnet.Close(p.r)
+	rawnet.Close(p.w)
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snigate/snigate/internal/rawnet"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,8 +54,11 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 	}
 	// With TCP_NODELAY, as net does for every TCP connection: spliced
 	// bytes go out as they come, not held back for Nagle.
-	rs := newRawSockaddr(ap)
-	fd, op, err := rawSocketConnect(&rs)
+	sa, err := rawnet.SockaddrOf(ap)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: err}
+	}
+	fd, op, err := rawnet.SocketConnect(&sa)
 	if err != nil {
 		return nil, fail(op, err)
 	}
@@ -78,7 +82,7 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 	// the connection's error.
 	var soErr error
 	werr := rc.Write(func(fd uintptr) bool {
-		switch err := rawConnect(int(fd), &rs); err {
+		switch err := rawnet.Connect(int(fd), &sa); err {
 		case unix.EISCONN:
 		case unix.EALREADY, unix.EINPROGRESS, unix.EINTR:
 			return false

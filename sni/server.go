@@ -423,7 +423,7 @@ func (s *Server) beginClose() {
 	past := time.Unix(1, 0)
 	for ss := range s.sessions {
 		if !ss.inTunnel.Load() {
-			ss.conn.SetDeadline(past)
+			ss.ctl.SetDeadline(past)
 		}
 	}
 }

@@ -48,7 +48,14 @@ const (
 
 // session is one accepted connection, from accept to its log line.
 type session struct {
-	conn     net.Conn
+	// conn is the goroutine path's connection: nil while the event loop
+	// runs the session, which hands it a net.Conn (adopt) when it passes
+	// the session on.
+	conn net.Conn
+	// ctl closes and cuts the connection whichever engine runs it: conn,
+	// or the loop's handle on its socket. Set before the session is
+	// tracked; changed (adopt) under Server.mu and mu.
+	ctl      sessionConn
 	listener string
 	kind     string  // kindTLS or kindConnect
 	cfg      *Config // the settings in force when it was accepted
@@ -67,21 +74,23 @@ type session struct {
 	// a route with ClientAuth, set once its handshake succeeded; "" else.
 	node     string
 	up, down atomic.Int64
-	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
 	// splice is the goroutine-driven tunnel of a session the event loop
 	// did not take (set before inTunnel); nil for the loop's own.
-	splice *spliceTunnel
+	splice   *spliceTunnel
+	clientIP netip.Addr // the slot's client address
+	pend     pending    // its place in the handshake budget while pending
+	// The flags sit together: a connection's session is one allocation,
+	// kept inside its size class.
+	inTunnel atomic.Bool // past the handshakes: Shutdown waits for it
 	// viaProxy: from a ProxyProtocolFrom balancer, admitted (listen.allow,
 	// slots) once its PROXY header is read.
 	viaProxy bool
-	slot     bool       // holds a max_connections slot (Server.mu)
-	clientIP netip.Addr // the slot's client address
-	pend     pending    // its place in the handshake budget while pending
+	slot     bool // holds a max_connections slot (Server.mu)
+	tarpit   bool // evicted: finish holds the socket in the tarpit (mu)
 
 	mu     sync.Mutex
 	peer   net.Conn // upstream connection, closed by abort
 	forced string   // result imposed by abort
-	tarpit bool     // evicted: finish holds the socket in the tarpit
 	result string
 	err    error
 
@@ -94,7 +103,7 @@ type session struct {
 }
 
 func newSession(c net.Conn, listener, kind string, cfg *Config) *session {
-	return &session{conn: c, listener: listener, kind: kind, cfg: cfg, start: time.Now(), client: c.RemoteAddr(), dest: c.LocalAddr()}
+	return &session{conn: c, ctl: c, listener: listener, kind: kind, cfg: cfg, start: time.Now(), client: c.RemoteAddr(), dest: c.LocalAddr()}
 }
 
 // end records how the connection ended; the first call wins.
@@ -113,7 +122,7 @@ func (ss *session) abort(result string) {
 	if ss.forced == "" {
 		ss.forced = result
 	}
-	ss.conn.Close()
+	ss.ctl.Close()
 	if ss.peer != nil {
 		ss.peer.Close()
 	}
@@ -141,7 +150,7 @@ func (ss *session) cut(result string, err error, tarpit bool) {
 		ss.forced = result
 	}
 	ss.tarpit = ss.tarpit || tarpit
-	ss.conn.SetDeadline(time.Unix(1, 0))
+	ss.ctl.SetDeadline(time.Unix(1, 0))
 	if ss.peer != nil {
 		ss.peer.Close()
 	}
@@ -450,9 +459,9 @@ func (s *Server) finish(ss *session) {
 	tarpit := ss.tarpit
 	ss.mu.Unlock()
 	if tarpit {
-		s.tarpit.hold(ss.conn)
+		s.tarpit.hold(ss.ctl)
 	} else {
-		ss.conn.Close()
+		ss.ctl.Close()
 	}
 	s.handshakeDone(ss)
 	result, level, err := ss.loggedOutcome()

@@ -1,7 +1,7 @@
 package sni
 
 import (
-	"net"
+	"io"
 	"sync"
 	"time"
 )
@@ -24,13 +24,13 @@ const (
 // needed. The zero value is ready; stop closes everything it holds.
 type tarpit struct {
 	mu      sync.Mutex
-	held    map[net.Conn]*time.Timer
-	order   []net.Conn // oldest first; may name sockets closed already
+	held    map[io.Closer]*time.Timer
+	order   []io.Closer // oldest first; may name sockets closed already
 	stopped bool
 }
 
 // hold keeps c open (unread) for TarpitDelay.
-func (t *tarpit) hold(c net.Conn) {
+func (t *tarpit) hold(c io.Closer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
@@ -38,7 +38,7 @@ func (t *tarpit) hold(c net.Conn) {
 		return
 	}
 	if t.held == nil {
-		t.held = make(map[net.Conn]*time.Timer)
+		t.held = make(map[io.Closer]*time.Timer)
 	}
 	for len(t.held) >= TarpitMax && len(t.order) > 0 {
 		t.releaseLocked(t.order[0])
@@ -51,13 +51,13 @@ func (t *tarpit) hold(c net.Conn) {
 	}
 }
 
-func (t *tarpit) release(c net.Conn) {
+func (t *tarpit) release(c io.Closer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.releaseLocked(c)
 }
 
-func (t *tarpit) releaseLocked(c net.Conn) {
+func (t *tarpit) releaseLocked(c io.Closer) {
 	if tm, ok := t.held[c]; ok {
 		tm.Stop()
 		delete(t.held, c)
