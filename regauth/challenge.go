@@ -126,13 +126,10 @@ func (s *scanner) params(p map[string]string) {
 			p[k] = val
 		}
 		s.skipSpace()
-		if s.peek() != ',' {
-			if !s.done() {
-				s.skipPast(',')
-			}
+		if s.done() {
 			return
 		}
-		s.i++
+		s.skipPast(',') // the separator, or garbage up to it
 	}
 }
 

@@ -97,20 +97,24 @@ func scrubExecError(err error) error {
 
 // boundedBuffer keeps the first max bytes written to it and notes that
 // more came; it never fails a write, so the program is not killed by
-// SIGPIPE before it exits.
+// SIGPIPE before it exits. (The buffer is a field, not embedded: an
+// embedded bytes.Buffer's ReadFrom would let io.Copy bypass Write.)
 type boundedBuffer struct {
-	bytes.Buffer
+	buf      bytes.Buffer
 	max      int
 	overflow bool
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); len(p) > room {
+	if room := b.max - b.buf.Len(); len(p) > room {
 		b.overflow = true
 		if room > 0 {
-			b.Buffer.Write(p[:room])
+			b.buf.Write(p[:room])
 		}
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
+
+func (b *boundedBuffer) Bytes() []byte  { return b.buf.Bytes() }
+func (b *boundedBuffer) String() string { return b.buf.String() }
