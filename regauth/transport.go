@@ -98,10 +98,7 @@ func (t *Transport) RoundTrip(in *http.Request) (*http.Response, error) {
 	if !t.forUpstream(req) {
 		return t.next.RoundTrip(req)
 	}
-	sent, err := t.authorize(req, t.known.Load(), "")
-	if err != nil {
-		return nil, t.failed(err)
-	}
+	sent := t.preempt(req)
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		return resp, err
@@ -110,15 +107,29 @@ func (t *Transport) RoundTrip(in *http.Request) (*http.Response, error) {
 	if !ok {
 		return resp, nil // a 401 without a challenge the gateway answers
 	}
-	t.known.Store(&ch)
 	if !replayable(in) {
-		return resp, nil // the next request of this kind goes with a token
+		t.known.Store(&ch) // the next request of this kind goes with a token
+		return resp, nil
 	}
 	discard(resp)
 	if sent.key != (tokenKey{}) {
 		t.tokens.invalidate(sent.key, sent.tok)
 	}
 	return t.retry(in, &ch)
+}
+
+// preempt authorizes req for the challenge the registry last asked
+// and was answered, so that it needs no 401 first. Failing that, req
+// goes without Authorization and meets the registry's challenge: a
+// challenge that cannot be answered (a bad realm, a refusal) is then
+// reported for that request only.
+func (t *Transport) preempt(req *http.Request) sent {
+	s, err := t.authorize(req, t.known.Load(), "", true)
+	if err != nil {
+		req.Header.Del("Authorization")
+		return sent{}
+	}
+	return s
 }
 
 // retry sends in again answering ch; a second 401 is a refusal.
@@ -128,12 +139,16 @@ func (t *Transport) retry(in *http.Request, ch *Challenge) (*http.Response, erro
 		return nil, err
 	}
 	req.Header.Del("Authorization")
-	if _, err := t.authorize(req, ch, ch.Params["scope"]); err != nil {
+	if _, err := t.authorize(req, ch, ch.Params["scope"], false); err != nil {
 		return nil, t.failed(err)
 	}
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+	if err != nil {
 		return resp, err
+	}
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.known.Store(ch) // answered: later requests authorize at once
+		return resp, nil
 	}
 	discard(resp)
 	t.cfg.Metrics.token(t.cfg.Route, ResultRefused)
@@ -148,14 +163,18 @@ type sent struct {
 
 // authorize sets req's Authorization for challenge ch (nil: none known
 // yet, nothing is set). challenged is the scope the registry asked for,
-// "" to use the request's own.
-func (t *Transport) authorize(req *http.Request, ch *Challenge, challenged string) (sent, error) {
+// "" to use the request's own. A preemptive authorization counts only
+// the tokens it got: its failures are counted by the challenge that
+// follows.
+func (t *Transport) authorize(req *http.Request, ch *Challenge, challenged string, preemptive bool) (sent, error) {
 	if ch == nil {
 		return sent{}, nil
 	}
 	cred, err := t.src.Credential(req.Context())
 	if err != nil {
-		t.cfg.Metrics.token(t.cfg.Route, ResultError)
+		if !preemptive {
+			t.cfg.Metrics.token(t.cfg.Route, ResultError)
+		}
 		return sent{}, fmt.Errorf("credentials for %s: %w", t.cfg.Host, err)
 	}
 	switch {
@@ -171,7 +190,9 @@ func (t *Transport) authorize(req *http.Request, ch *Challenge, challenged strin
 	}
 	key := tokenKey{realm: ch.Params["realm"], service: ch.Params["service"], scope: t.scope(req, challenged)}
 	tok, result, err := t.tokens.get(req.Context(), key)
-	t.cfg.Metrics.token(t.cfg.Route, result)
+	if err == nil || !preemptive {
+		t.cfg.Metrics.token(t.cfg.Route, result)
+	}
 	if err != nil {
 		return sent{}, err
 	}
