@@ -129,7 +129,9 @@ func TestBearerWrongPasswordIsRefused(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	WriteRefused(rec)
-	var body struct{ Errors []struct{ Code, Message string } }
+	var body struct {
+		Errors []struct{ Code, Message string }
+	}
 	if rec.Code != http.StatusUnauthorized || json.Unmarshal(rec.Body.Bytes(), &body) != nil ||
 		body.Errors[0].Code != "UNAUTHORIZED" || body.Errors[0].Message != RefusedMessage {
 		t.Errorf("WriteRefused: %d %s", rec.Code, rec.Body)
@@ -220,4 +222,22 @@ func TestBearerAnonymous(t *testing.T) {
 	if _, err := w.get(t, rt, manifestPath, ""); !errors.As(err, new(*RefusedError)) {
 		t.Fatalf("anonymous GET of a private repository: %v, want a RefusedError", err)
 	}
+}
+
+// TestTokenRegistryVerifiesSignatures shows the token world is real:
+// docker-registry refuses a token signed by a key its rootcertbundle
+// does not hold.
+func TestTokenRegistryVerifiesSignatures(t *testing.T) {
+	w := newTokenWorld(t)
+	w.push(t, "team/app")
+	w.ts.mu.Lock()
+	cert := w.ts.cert
+	w.ts.newSigningKey(t) // a new key and certificate the registry never saw
+	w.ts.mu.Unlock()
+	_, err := w.get(t, w.transport(t, nil, false), manifestPath, "")
+	var re *RefusedError
+	if !errors.As(err, &re) || re.By != "registry" {
+		t.Fatalf("a token of a foreign key: %v, want the registry's refusal", err)
+	}
+	_ = cert
 }
