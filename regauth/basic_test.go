@@ -48,3 +48,14 @@ func TestBasicRotatedPassword(t *testing.T) {
 	writeFile(t, w.pwFile, testPassword+"\n")
 	w.mustGet200(t, rt, manifestPath, "")
 }
+
+func TestBasicAnonymousIsRefused(t *testing.T) {
+	w := newBasicWorld(t)
+	_, err := w.get(t, w.transport(t, Anonymous, false), manifestPath, "")
+	if !errors.As(err, new(*RefusedError)) {
+		t.Fatalf("err = %v, want a RefusedError: the registry asks for Basic and the gateway has none", err)
+	}
+	if r := w.tokens(ResultRefused); r != 1 {
+		t.Errorf("refused = %d, want 1", r)
+	}
+}

@@ -1,6 +1,7 @@
 package regauth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -140,6 +141,9 @@ func (t *Transport) retry(in *http.Request, ch *Challenge) (*http.Response, erro
 	}
 	req.Header.Del("Authorization")
 	if _, err := t.authorize(req, ch, ch.Params["scope"], false); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // the RoundTripper closes what it was given
+		}
 		return nil, t.failed(err)
 	}
 	resp, err := t.next.RoundTrip(req)
@@ -183,6 +187,9 @@ func (t *Transport) authorize(req *http.Request, ch *Challenge, challenged strin
 		return sent{}, nil
 	case ch.Scheme == "basic":
 		if !cred.basic() {
+			if !preemptive {
+				t.cfg.Metrics.token(t.cfg.Route, ResultRefused)
+			}
 			return sent{}, &RefusedError{By: "registry (asks for Basic credentials; the gateway has none)", Status: http.StatusUnauthorized}
 		}
 		req.SetBasicAuth(cred.Username, cred.Password.Reveal())
@@ -213,6 +220,8 @@ func (t *Transport) scope(req *http.Request, challenged string) string {
 func (t *Transport) failed(err error) error {
 	var re *RefusedError
 	switch {
+	case errors.Is(err, context.Canceled):
+		// the node left while its token was being fetched: not worth a line
 	case errors.As(err, &re):
 		t.warn.log(t.cfg.Logger, slog.LevelWarn, "refused", "registry refused the gateway's credentials",
 			"route", t.cfg.Route, "upstream", t.cfg.Host, "by", re.By, "status", re.Status)
