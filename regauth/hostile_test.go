@@ -264,3 +264,26 @@ func TestNoRetryWithoutGetBody(t *testing.T) {
 		t.Errorf("the registry got %d requests, want 2", n)
 	}
 }
+
+func TestRepositoryFuncDecidesTheScope(t *testing.T) {
+	p := newTestPKI(t)
+	scopes := make(chan string, 4)
+	tokens := startCounting(t, p, true, func(w http.ResponseWriter, r *http.Request) {
+		scopes <- r.URL.Query().Get("scope")
+		goodToken(w, r)
+	})
+	reg := startFakeRegistry(t, p, func(string) string { return tokens.srv.URL + "/token" })
+	rt, err := New(p.transport(t), Config{Route: testRoute, Host: reg.host(), TokenTransport: p.transport(t),
+		RepositoryFunc: func(*http.Request) string { return "parsed/by-the-chain" }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := send(t, rt, http.MethodGet, reg.srv.URL+"/v2/x/manifests/t", nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%v %v", resp, err)
+	}
+	// The challenge asked repository:x:pull, which is not the chain's
+	// repository: the request's own scope is asked instead.
+	if got := <-scopes; got != "repository:parsed/by-the-chain:pull" {
+		t.Fatalf("token asked for %q", got)
+	}
+}

@@ -62,12 +62,11 @@ func actionsFor(method string, writeAllowed bool) []string {
 	return []string{actionPull, actionPush}
 }
 
-// requestScope is the scope the gateway expects a request to need:
-// "repository:NAME:pull" (or pull,push for a write that is allowed, and
+// requestScope is the scope the gateway expects a request for repo (""
+// for none) to need: "repository:NAME:pull" (or pull,push for a write that is allowed, and
 // delete for an allowed DELETE), "" for a path that names no repository.
-func requestScope(r *http.Request, writeAllowed bool) string {
-	repo, ok := RepositoryOf(r.URL.Path)
-	if !ok {
+func requestScope(r *http.Request, repo string, writeAllowed bool) string {
+	if repo == "" {
 		return ""
 	}
 	acts := actionsFor(r.Method, writeAllowed)
@@ -78,13 +77,12 @@ func requestScope(r *http.Request, writeAllowed bool) string {
 }
 
 // grantScope is the part of a challenged scope the gateway asks a token
-// for: repository entries for the request's repository (or the one a
+// for: repository entries for the request's repository (repo) (or the one a
 // cross-repository mount reads from), their actions cut down to what the
 // request may do. Anything else the registry asks for is dropped; when
 // nothing is left, the request's own scope is used.
-func grantScope(challenged string, r *http.Request, writeAllowed bool) string {
-	repo, ok := RepositoryOf(r.URL.Path)
-	if !ok {
+func grantScope(challenged string, r *http.Request, repo string, writeAllowed bool) string {
+	if repo == "" {
 		return ""
 	}
 	allowed := actionsFor(r.Method, writeAllowed)
@@ -109,7 +107,7 @@ func grantScope(challenged string, r *http.Request, writeAllowed bool) string {
 		}
 	}
 	if len(out) == 0 {
-		return requestScope(r, writeAllowed)
+		return requestScope(r, repo, writeAllowed)
 	}
 	slices.Sort(out)
 	return strings.Join(slices.Compact(out), " ")

@@ -51,7 +51,8 @@ func TestRequestScope(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(tt.method, "https://reg"+tt.path, nil)
-			if got := requestScope(r, tt.write); got != tt.want {
+			repo, _ := RepositoryOf(r.URL.Path)
+			if got := requestScope(r, repo, tt.write); got != tt.want {
 				t.Errorf("requestScope = %q, want %q", got, tt.want)
 			}
 		})
@@ -80,7 +81,8 @@ func TestGrantScope(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(tt.method, "https://reg"+tt.target, nil)
-			if got := grantScope(tt.challenged, r, tt.write); got != tt.want {
+			repo, _ := RepositoryOf(r.URL.Path)
+			if got := grantScope(tt.challenged, r, repo, tt.write); got != tt.want {
 				t.Errorf("grantScope(%q) = %q, want %q", tt.challenged, got, tt.want)
 			}
 		})

@@ -34,6 +34,10 @@ type Config struct {
 	// with the gateway's credentials, i.e. the route's methods allow it.
 	// Nil means never: tokens are asked for pull only.
 	WriteAllowedFunc func(*http.Request) bool
+	// RepositoryFunc returns the repository a request names ("" for
+	// none), so that the chain's one parse of the API path decides the
+	// token's scope. Nil means RepositoryOf(r.URL.Path).
+	RepositoryFunc func(*http.Request) string
 	// ErrorTTL is how long a failed token request is remembered; zero
 	// means DefaultErrorTTL.
 	ErrorTTL time.Duration
@@ -210,10 +214,20 @@ func (t *Transport) authorize(req *http.Request, ch *Challenge, challenged strin
 // scope is the scope a token for req is asked for.
 func (t *Transport) scope(req *http.Request, challenged string) string {
 	write := t.cfg.WriteAllowedFunc != nil && t.cfg.WriteAllowedFunc(req)
+	repo := t.repository(req)
 	if challenged != "" {
-		return grantScope(challenged, req, write)
+		return grantScope(challenged, req, repo, write)
 	}
-	return requestScope(req, write)
+	return requestScope(req, repo, write)
+}
+
+// repository is the repository req names, "" for none.
+func (t *Transport) repository(req *http.Request) string {
+	if t.cfg.RepositoryFunc != nil {
+		return t.cfg.RepositoryFunc(req)
+	}
+	repo, _ := RepositoryOf(req.URL.Path)
+	return repo
 }
 
 // failed logs a refusal or token failure (rate-limited) and returns err.
