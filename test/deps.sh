@@ -16,6 +16,7 @@ have dig             || need+=(dnsutils)
 have nft             || need+=(nftables)
 have sslscan         || need+=(sslscan)
 have promtool        || need+=(prometheus)
+have qemu-s390x      || need+=(qemu-user)  # make vet: internal/rawnet's tests on a big-endian host
 have systemd-socket-activate || need+=(systemd)   # e2e TestSocketActivationThenUpgrade; systemd-analyze for deploy
 # crictl (a CRI client, for the CRI pull of test/e2e) is not packaged in
 # Debian 12: it is built from the Go module proxy, pinned.
