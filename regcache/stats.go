@@ -6,7 +6,7 @@ import "sync/atomic"
 // label of snigate_cache_requests_total and the audit record's cache field.
 type Result string
 
-// The results of snigate_cache_requests_total (interface.md).
+// The results of snigate_cache_requests_total (docs/operations.md, "Metrics").
 const (
 	Hit     Result = "hit"     // served from the cache after the registry said yes
 	Miss    Result = "miss"    // filled from upstream (or joined a fill in flight)

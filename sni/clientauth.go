@@ -11,7 +11,7 @@ import (
 	"github.com/snigate/snigate/names"
 )
 
-// ClientAuth is a bridge route's node identity (interface.md
+// ClientAuth is a bridge route's node identity (docs/configuration.md,
 // routes[].serve.client_ca): the client leg asks for a client certificate
 // and VerifyConnection refuses the handshake, with alert bad_certificate,
 // unless the certificate chains to CAs with the clientAuth extended key

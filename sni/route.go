@@ -15,7 +15,7 @@ import (
 // Mode is how a route forwards a connection.
 type Mode string
 
-// Route modes (interface.md routes[].mode).
+// Route modes (routes[].mode, docs/configuration.md).
 const (
 	// ModeSplice forwards the raw TCP stream; TLS stays end to end.
 	ModeSplice Mode = "splice"

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Defaults for zero Config fields; they are interface.md's defaults of
+// Defaults for zero Config fields; they are the configuration's defaults of
 // timeouts.client_hello, timeouts.connect, timeouts.idle and
 // max_connections.
 const (
