@@ -399,4 +399,3 @@ func (t *bridgeTarget) copy(client *tls.Conn) (string, error) {
 	up.first = t.wait.seen
 	return tn.run(up.run, tn.copier(t.up, client, sideUpstream, sideClient, DirectionDownstream).run)
 }
-

@@ -214,4 +214,3 @@ func TestBridgeClientDistrustsServeCert(t *testing.T) {
 	w.logs.wait(t, "level=WARN", "does not trust the CA", "route=registry")
 	w.logs.wait(t, "msg=connection", "result=client_error", "client TLS handshake")
 }
-
