@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snigate/snigate/internal/ratelog"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -235,7 +236,7 @@ type auditFile struct {
 	w      io.WriteCloser
 	buf    bytes.Buffer
 	enc    *json.Encoder
-	warn   warnLimiter
+	warn   ratelog.Limiter
 	// refusals holds back repeated refusals; the writer writes the
 	// summaries of the windows that end.
 	refusals *refusalAggregator
@@ -267,7 +268,7 @@ func (f *auditFile) enqueue(l auditLine) {
 	case f.queue <- l:
 	default:
 		f.m.drop(DropQueueFull)
-		f.warn.log(f.log, slog.LevelWarn, DropQueueFull, "audit record dropped: the writer is behind (slow disk?)",
+		f.warn.Log(f.log, slog.LevelWarn, DropQueueFull, "audit record dropped: the writer is behind (slow disk?)",
 			"audit_log", f.path, "reason", DropQueueFull)
 	}
 }
@@ -351,7 +352,7 @@ func (f *auditFile) writeBatch(l auditLine) {
 		for range n {
 			f.m.drop(DropWriteError)
 		}
-		f.warn.log(f.log, slog.LevelError, DropWriteError, "audit records dropped: writing the audit log failed",
+		f.warn.Log(f.log, slog.LevelError, DropWriteError, "audit records dropped: writing the audit log failed",
 			"audit_log", f.path, "reason", DropWriteError, "records", n, "err", err)
 	}
 }
