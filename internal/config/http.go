@@ -40,6 +40,9 @@ const (
 	RedirectsPass   = "pass"
 )
 
+// DefaultForwarded is http.forwarded when absent.
+const DefaultForwarded = true
+
 // DefaultCacheMaxSize is cache.max_size when absent: 10 GiB.
 const DefaultCacheMaxSize int64 = 10 << 30
 
@@ -62,11 +65,11 @@ func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
 	}
 	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache")
 	h := &HTTP{
-		Forwarded:    p.boolAt(f, "forwarded", true),
+		Forwarded:    p.boolAt(f, "forwarded", DefaultForwarded),
 		Methods:      p.methods(f),
 		Repositories: p.repositories(f, hosts),
 		AuditLog:     p.auditLog(f),
-		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, RedirectsFollow, RedirectsPass),
+		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, redirectsValues...),
 		Cache:        p.cache(f),
 	}
 	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
