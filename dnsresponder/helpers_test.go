@@ -16,7 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/names"
 )
 
@@ -283,21 +283,13 @@ func netipZero() netip.Addr { return netip.Addr{} }
 // counterValue reads snigate_dns_queries_total{qtype,result}.
 func counterValue(t testing.TB, m *Metrics, qtype, result string) float64 {
 	t.Helper()
-	var d dto.Metric
-	if err := m.queries.WithLabelValues(qtype, result).Write(&d); err != nil {
-		t.Fatalf("read counter: %v", err)
-	}
-	return d.GetCounter().GetValue()
+	return testkit.Value(t, m.queries.WithLabelValues(qtype, result))
 }
 
 // histogramCount reads snigate_dns_query_duration_seconds_count{result}.
 func histogramCount(t testing.TB, m *Metrics, result string) uint64 {
 	t.Helper()
-	var d dto.Metric
-	if err := m.duration.WithLabelValues(result).(prometheus.Metric).Write(&d); err != nil {
-		t.Fatalf("read histogram: %v", err)
-	}
-	return d.GetHistogram().GetSampleCount()
+	return uint64(testkit.Value(t, m.duration.WithLabelValues(result).(prometheus.Metric)))
 }
 
 func slogFor(h slog.Handler) *slog.Logger { return slog.New(h) }
@@ -305,9 +297,5 @@ func slogFor(h slog.Handler) *slog.Logger { return slog.New(h) }
 // gaugeValue reads snigate_dns_upstream_up{upstream}.
 func gaugeValue(t testing.TB, m *Metrics, addr string) float64 {
 	t.Helper()
-	var d dto.Metric
-	if err := m.upstreamUp.WithLabelValues(addr).Write(&d); err != nil {
-		t.Fatalf("read gauge: %v", err)
-	}
-	return d.GetGauge().GetValue()
+	return testkit.Value(t, m.upstreamUp.WithLabelValues(addr))
 }

@@ -3,8 +3,9 @@ package dnsresponder
 import (
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/snigate/snigate/internal/ratelog"
 )
 
 // warnEvery is how often at most a warning about bad queries is logged per
@@ -15,20 +16,11 @@ const warnEvery = time.Minute
 // each result, saying how many were left out since the last line.
 type warnLimiter struct {
 	logger *slog.Logger
-	now    func() time.Time
-
-	mu   sync.Mutex
-	last map[string]time.Time // result -> time of its last line
-	left map[string]int       // result -> warnings left out since
+	lim    ratelog.Limiter
 }
 
 func newWarnLimiter(logger *slog.Logger) *warnLimiter {
-	return &warnLimiter{
-		logger: logger,
-		now:    time.Now,
-		last:   make(map[string]time.Time),
-		left:   make(map[string]int),
-	}
+	return &warnLimiter{logger: logger, lim: ratelog.Limiter{Every: warnEvery}}
 }
 
 // log warns about a bad query from client ("" when unknown), answered as
@@ -38,18 +30,13 @@ func (l *warnLimiter) log(result, client string, err error) {
 }
 
 // logMsg warns msg about a query from client, unless one was logged for
-// key within warnEvery; the line's result is key's first word.
+// key within warnEvery; the line's result is key's first word. Unlike
+// ratelog.Limiter.Log, the line always carries the count (0 included).
 func (l *warnLimiter) logMsg(msg, key, client string, err error) {
-	now := l.now()
-	l.mu.Lock()
-	if last, ok := l.last[key]; ok && now.Sub(last) < warnEvery {
-		l.left[key]++
-		l.mu.Unlock()
+	ok, left := l.lim.Allow(key, time.Now())
+	if !ok {
 		return
 	}
-	left := l.left[key]
-	l.last[key], l.left[key] = now, 0
-	l.mu.Unlock()
 	result, _, _ := strings.Cut(key, " ")
-	l.logger.Warn(msg, "client", client, "result", result, "err", err, "suppressed", left)
+	l.logger.Warn(msg, "client", client, "result", result, "err", err, ratelog.Key, left)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/metricvec"
 )
 
 // Values of the result label of snigate_dns_queries_total and
@@ -166,9 +167,7 @@ func (m *Metrics) deleteUpstream(addr string) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"upstream": addr}
-	m.upstreamUp.DeletePartialMatch(l)
-	m.upstreamRequests.DeletePartialMatch(l)
+	metricvec.DeleteMatch(prometheus.Labels{"upstream": addr}, m.upstreamUp, m.upstreamRequests)
 }
 
 func (m *Metrics) tcpRefused() {
@@ -195,9 +194,7 @@ func (m *Metrics) setUpstreamUp(addr string, up bool) {
 		v = 1
 	}
 	m.upstreamUp.WithLabelValues(addr).Set(v)
-	for _, r := range upstreamResults {
-		m.upstreamRequests.WithLabelValues(addr, r).Add(0)
-	}
+	metricvec.Init(m.upstreamRequests.WithLabelValues, []string{addr}, upstreamResults[:]...)
 }
 
 // qtypeLabel names the query type of req for the qtype label: its

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snigate/snigate/internal/logfile"
+	"github.com/snigate/snigate/internal/ratelog"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -116,13 +118,11 @@ func (fs *AuditFiles) Open(path string, log *slog.Logger, m *Metrics) (*AuditLog
 	defer fs.mu.Unlock()
 	f := fs.files[key]
 	if f == nil {
-		open := func() (io.WriteCloser, error) { return openAuditFile(key) }
-		if key == "-" {
-			open = func() (io.WriteCloser, error) { return nopCloser{os.Stdout}, nil }
-		}
-		if f, err = startAudit(key, open, DefaultAuditQueue, log, m); err != nil {
+		w, err := openAuditFile(key)
+		if err != nil {
 			return nil, err
 		}
+		f = startAudit(key, w, DefaultAuditQueue, log, m)
 		if fs.files == nil {
 			fs.files = make(map[string]*auditFile)
 		}
@@ -146,17 +146,38 @@ func auditKey(path string) (string, error) {
 	return abs, nil
 }
 
-func openAuditFile(path string) (io.WriteCloser, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+// auditWriter is what an audit file's writer writes to: a
+// *logfile.File (the access log's reopenable file), or a fixedWriter
+// (standard output, a test's sink). Reopen opens the path again; when it
+// fails the file in use stays.
+type auditWriter interface {
+	io.WriteCloser
+	Reopen() error
+}
+
+var _ auditWriter = (*logfile.File)(nil)
+
+// openAuditFile opens path ("-": standard output) for appending.
+func openAuditFile(path string) (auditWriter, error) {
+	if path == "-" {
+		return fixedWriter{os.Stdout}, nil
+	}
+	f, err := logfile.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit_log: %w: check that the directory exists and is writable by snigate", err)
+		return nil, auditOpenError(err)
 	}
 	return f, nil
 }
 
-type nopCloser struct{ io.Writer }
+func auditOpenError(err error) error {
+	return fmt.Errorf("audit_log: %w: check that the directory exists and is writable by snigate", err)
+}
 
-func (nopCloser) Close() error { return nil }
+// fixedWriter is an auditWriter that is never reopened nor closed.
+type fixedWriter struct{ io.Writer }
+
+func (fixedWriter) Close() error  { return nil }
+func (fixedWriter) Reopen() error { return nil }
 
 // Write queues rec for the writer; when the queue is full the record is
 // dropped and counted (snigate_http_audit_dropped_total{reason="queue_full"}).
@@ -223,7 +244,6 @@ func (a *AuditLog) Close() error {
 // queue, so that a slow disk never stalls a request.
 type auditFile struct {
 	path   string
-	open   func() (io.WriteCloser, error)
 	log    *slog.Logger
 	m      *Metrics
 	refs   int // guarded by the AuditFiles' mu
@@ -232,26 +252,22 @@ type auditFile struct {
 	quit   chan struct{}
 	done   chan struct{}
 	err    error // the last close's, read after done
-	w      io.WriteCloser
+	w      auditWriter
 	buf    bytes.Buffer
 	enc    *json.Encoder
-	warn   warnLimiter
+	warn   ratelog.Limiter
 	// refusals holds back repeated refusals; the writer writes the
 	// summaries of the windows that end.
 	refusals *refusalAggregator
 }
 
-// startAudit opens the file and starts its writer.
-func startAudit(path string, open func() (io.WriteCloser, error), queue int, log *slog.Logger, m *Metrics) (*auditFile, error) {
-	w, err := open()
-	if err != nil {
-		return nil, err
-	}
+// startAudit starts the writer of w, the file at path.
+func startAudit(path string, w auditWriter, queue int, log *slog.Logger, m *Metrics) *auditFile {
 	if log == nil {
 		log = slog.Default()
 	}
 	f := &auditFile{
-		path: path, open: open, log: log, m: m, w: w,
+		path: path, log: log, m: m, w: w,
 		queue: make(chan auditLine, queue), reopen: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		refusals: newRefusalAggregator(DefaultAuditRefusalWindow),
@@ -259,7 +275,7 @@ func startAudit(path string, open func() (io.WriteCloser, error), queue int, log
 	f.enc = json.NewEncoder(&f.buf)
 	f.enc.SetEscapeHTML(false)
 	go f.run()
-	return f, nil
+	return f
 }
 
 func (f *auditFile) enqueue(l auditLine) {
@@ -267,7 +283,7 @@ func (f *auditFile) enqueue(l auditLine) {
 	case f.queue <- l:
 	default:
 		f.m.drop(DropQueueFull)
-		f.warn.log(f.log, slog.LevelWarn, DropQueueFull, "audit record dropped: the writer is behind (slow disk?)",
+		f.warn.Log(f.log, slog.LevelWarn, DropQueueFull, "audit record dropped: the writer is behind (slow disk?)",
 			"audit_log", f.path, "reason", DropQueueFull)
 	}
 }
@@ -351,22 +367,16 @@ func (f *auditFile) writeBatch(l auditLine) {
 		for range n {
 			f.m.drop(DropWriteError)
 		}
-		f.warn.log(f.log, slog.LevelError, DropWriteError, "audit records dropped: writing the audit log failed",
+		f.warn.Log(f.log, slog.LevelError, DropWriteError, "audit records dropped: writing the audit log failed",
 			"audit_log", f.path, "reason", DropWriteError, "records", n, "err", err)
 	}
 }
 
-// reopenFile replaces the file with a newly opened one.
+// reopenFile opens the file's path again (after logrotate renamed it).
 func (f *auditFile) reopenFile() {
-	w, err := f.open()
-	if err != nil {
-		f.log.Error("audit log not reopened; still writing to the old file", "audit_log", f.path, "err", err)
-		return
+	if err := f.w.Reopen(); err != nil {
+		f.log.Error("audit log not reopened; still writing to the old file", "audit_log", f.path, "err", auditOpenError(err))
 	}
-	if err := f.w.Close(); err != nil {
-		f.log.Error("closing the old audit log file", "audit_log", f.path, "err", err)
-	}
-	f.w = w
 }
 
 // stop ends the writer once the queue is written and waits for it.

@@ -3,7 +3,6 @@ package httpbridge
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -71,10 +70,7 @@ func newMemAudit(tb testing.TB, log *slog.Logger, m *Metrics) *memAudit {
 
 func newMemAuditQueue(tb testing.TB, log *slog.Logger, m *Metrics, queue int, sink *lineSink) *memAudit {
 	tb.Helper()
-	f, err := startAudit("mem", func() (io.WriteCloser, error) { return sink, nil }, queue, log, m)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	f := startAudit("mem", fixedWriter{sink}, queue, log, m)
 	f.refs = 1
 	a := &memAudit{log: &AuditLog{f: f}, sink: sink}
 	tb.Cleanup(func() { _ = a.log.Close() })

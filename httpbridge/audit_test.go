@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -152,7 +153,7 @@ func TestAuditFullQueueDrops(t *testing.T) {
 	sink := newLineSink()
 	sink.block = make(chan struct{})
 	sink.entered = make(chan struct{}, 16)
-	logs := newLogSink()
+	logs := testkit.NewLogSink()
 	a := newMemAuditQueue(t, slog.New(slog.NewTextHandler(logs, nil)), m, 4, sink)
 	a.log.Write(sampleRecord("registry", 0)) // taken by the writer, stuck in Write
 	<-sink.entered
@@ -162,7 +163,7 @@ func TestAuditFullQueueDrops(t *testing.T) {
 	if got := testutil.ToFloat64(m.dropped.WithLabelValues(DropQueueFull)); got != 6 {
 		t.Errorf("dropped{queue_full} = %v, want 6", got)
 	}
-	logs.wait(t, "audit record dropped", "reason=queue_full")
+	logs.Wait(t, "audit record dropped", "reason=queue_full")
 	sink.mu.Lock()
 	close(sink.block)
 	sink.block = nil
@@ -176,10 +177,10 @@ func TestAuditWriteErrorDrops(t *testing.T) {
 	m := NewMetrics(nil)
 	sink := newLineSink()
 	sink.fail = errors.New("no space left on device")
-	logs := newLogSink()
+	logs := testkit.NewLogSink()
 	a := newMemAuditQueue(t, slog.New(slog.NewTextHandler(logs, nil)), m, 16, sink)
 	a.log.Write(sampleRecord("registry", 0))
-	logs.wait(t, "audit records dropped", "no space left on device")
+	logs.Wait(t, "audit records dropped", "no space left on device")
 	if got := testutil.ToFloat64(m.dropped.WithLabelValues(DropWriteError)); got != 1 {
 		t.Errorf("dropped{write_error} = %v, want 1", got)
 	}

@@ -2,7 +2,6 @@ package httpbridge
 
 import (
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,10 +116,7 @@ func TestAuditRefusalsAggregated(t *testing.T) {
 // summaries.
 func TestAuditRefusalsFlushedOnClose(t *testing.T) {
 	sink := newLineSink()
-	f, err := startAudit("mem", func() (w io.WriteCloser, err error) { return sink, nil }, 16, quiet, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := startAudit("mem", fixedWriter{sink}, 16, quiet, nil)
 	f.refs = 1
 	a := &AuditLog{f: f}
 	for i := range 3 {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/snigate/snigate/internal/ratelog"
 	"github.com/snigate/snigate/sni"
 )
 
@@ -27,7 +28,7 @@ type Bridge struct {
 	client *upstreamClient
 	proxy  *httputil.ReverseProxy
 	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
-	warn   warnLimiter
+	warn   ratelog.Limiter
 	// next is what admitted requests go to: the chain over proxy.
 	next http.Handler
 
@@ -126,7 +127,7 @@ func (b *Bridge) serveH2(ctx context.Context, nc *nodeConn) {
 // streams it opened.
 func (b *Bridge) resetFlood(nc *nodeConn, counts string) {
 	b.cfg.Metrics.flood(b.cfg.Route)
-	b.warn.log(b.log, slog.LevelWarn, "reset_flood", "node connection closed: HTTP/2 rapid reset",
+	b.warn.Log(b.log, slog.LevelWarn, "reset_flood", "node connection closed: HTTP/2 rapid reset",
 		"route", b.cfg.Route, "client", clientString(nc), "node", nc.Node, "resets", counts)
 }
 

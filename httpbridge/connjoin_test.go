@@ -27,7 +27,7 @@ func TestAuditJoinsConnectionLine(t *testing.T) {
 	}
 	recs := w.audit.wait(t, len(seen.all()))
 	node.CloseIdleConnections()
-	line := w.logs.wait(t, "msg=connection", "route=registry", "result=ok")
+	line := w.logs.Wait(t, "msg=connection", "route=registry", "result=ok")
 	m := connLineRE.FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("connection line %q: want upstream=... result=ok ... conn=...", line)

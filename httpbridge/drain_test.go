@@ -126,7 +126,7 @@ func TestLateH2ConnectionClosesAfterAnswer(t *testing.T) {
 	if resp, _ := do(t, w.node(t, "h2"), "GET", "/v2/", nil); resp.StatusCode != 200 {
 		t.Fatalf("late connection: %d, want 200", resp.StatusCode)
 	}
-	w.logs.wait(t, "msg=connection", "result=ok")
+	w.logs.Wait(t, "msg=connection", "result=ok")
 }
 
 // handTimers starts idle timers that only the test fires: each arming's

@@ -162,7 +162,7 @@ func TestUpstreamDiesMidBlob(t *testing.T) {
 				t.Errorf("audit %+v, want status 200, the blob's digest, an error and a short byte count", rec)
 			}
 			if proto == "http/1.1" {
-				w.logs.wait(t, "msg=connection", "result=upstream_error")
+				w.logs.Wait(t, "msg=connection", "result=upstream_error")
 			}
 		})
 	}

@@ -60,7 +60,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 	rq.ann.Fail(errors.New("refused: "+ref.msg), false)
 	rq.refusal = ref.reason
 	b.cfg.Metrics.refusal(b.cfg.Route, ref.reason)
-	b.warn.log(b.log, slog.LevelWarn, "refused/"+ref.reason, "http request refused",
+	b.warn.Log(b.log, slog.LevelWarn, "refused/"+ref.reason, "http request refused",
 		"route", b.cfg.Route, "client", clientString(nc), "node", bound(nc.Node, MaxAuditField),
 		"method", bound(r.Method, MaxAuditField), "host", bound(r.Host, MaxAuditField),
 		"path", bound(r.URL.Path, MaxAuditField), "status", ref.status, "reason", ref.reason)

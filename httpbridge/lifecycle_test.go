@@ -27,7 +27,7 @@ func TestIdleConnectionEnds(t *testing.T) {
 			if resp, _ := do(t, w.node(t, proto), "GET", "/v2/", nil); resp.StatusCode != 200 {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
-			w.logs.wait(t, "msg=connection", "result=idle", "no request for 50ms")
+			w.logs.Wait(t, "msg=connection", "result=idle", "no request for 50ms")
 		})
 	}
 }
@@ -81,7 +81,7 @@ func TestDrainFinishesInFlight(t *testing.T) {
 				defer cancel()
 				shut <- w.srv.Shutdown(ctx)
 			}()
-			w.logs.wait(t, "closes at the next request boundary", "reason=draining")
+			w.logs.Wait(t, "closes at the next request boundary", "reason=draining")
 			close(release)
 			resp := <-answer
 			if resp == nil || resp.StatusCode != 200 {
@@ -115,7 +115,7 @@ func TestCloseRetiresBridge(t *testing.T) {
 	answer := getAsync(busy, "/v2/team/app/manifests/slow")
 	<-started
 	w.bridge.Close()
-	w.logs.wait(t, "msg=connection", "result=ok") // the idle one
+	w.logs.Wait(t, "msg=connection", "result=ok") // the idle one
 	close(release)
 	if resp := <-answer; resp == nil || resp.StatusCode != 200 {
 		t.Fatalf("in-flight answer %v", resp)

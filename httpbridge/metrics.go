@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snigate/snigate/internal/metricvec"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -95,12 +96,8 @@ func (m *Metrics) InitRoute(route string) {
 	m.inFlight.WithLabelValues(route)
 	m.retries.WithLabelValues(route)
 	m.floods.WithLabelValues(route)
-	for _, r := range refusalReasons {
-		m.refused.WithLabelValues(route, r)
-	}
-	for _, r := range []string{RedirectFollowed, RedirectFailed, RedirectRefused, RedirectPassed} {
-		m.redirects.WithLabelValues(route, r)
-	}
+	metricvec.Init(m.refused.WithLabelValues, []string{route}, refusalReasons...)
+	metricvec.Init(m.redirects.WithLabelValues, []string{route}, RedirectFollowed, RedirectFailed, RedirectRefused, RedirectPassed)
 }
 
 // DeleteRoute removes every series labelled with route; call it for
@@ -109,14 +106,7 @@ func (m *Metrics) DeleteRoute(route string) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"route": route}
-	m.requests.DeletePartialMatch(l)
-	m.duration.DeletePartialMatch(l)
-	m.inFlight.DeletePartialMatch(l)
-	m.refused.DeletePartialMatch(l)
-	m.retries.DeletePartialMatch(l)
-	m.redirects.DeletePartialMatch(l)
-	m.floods.DeletePartialMatch(l)
+	metricvec.DeleteRoute(route, m.requests, m.duration, m.inFlight, m.refused, m.retries, m.redirects, m.floods)
 }
 
 func (m *Metrics) begin(route string) {

@@ -99,7 +99,7 @@ func TestRefusals(t *testing.T) {
 			if got := testutil.ToFloat64(w.m.refused.WithLabelValues("registry", tt.reason)); got != 1 {
 				t.Errorf("refused{reason=%s} = %v, want 1", tt.reason, got)
 			}
-			w.logs.wait(t, "http request refused", "reason="+tt.reason)
+			w.logs.Wait(t, "http request refused", "reason="+tt.reason)
 		})
 	}
 }

@@ -84,7 +84,7 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ann.Fail(err, false)
 	status := oci.UpstreamStatus(err)
 	if !errors.Is(err, errRedirect) { // the redirector logged it
-		b.warn.log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
+		b.warn.Log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
 			"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
 			"path", bound(r.URL.Path, MaxAuditField), "status", status, "err", bound(err.Error(), MaxAuditError))
 	}
@@ -95,7 +95,7 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 // (malformed chunked framing) with 400 and an OCI error body.
 func (b *Bridge) badBody(w http.ResponseWriter, r *http.Request, err error) {
 	oci.AnnotationFrom(r.Context()).Fail(err, false)
-	b.warn.log(b.log, slog.LevelWarn, "body", "http request body unreadable",
+	b.warn.Log(b.log, slog.LevelWarn, "body", "http request body unreadable",
 		"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
 		"path", bound(r.URL.Path, MaxAuditField), "status", http.StatusBadRequest, "err", bound(err.Error(), MaxAuditError))
 	oci.WriteError(w, http.StatusBadRequest, oci.CodeUnsupported,

@@ -122,7 +122,7 @@ func TestPullThroughBridge(t *testing.T) {
 				}
 			}
 			node.CloseIdleConnections()
-			w.logs.wait(t, "route=registry", "result=ok")
+			w.logs.Wait(t, "route=registry", "result=ok")
 		})
 	}
 }

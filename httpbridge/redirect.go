@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/snigate/snigate/internal/ratelog"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -23,7 +24,7 @@ import (
 type redirector struct {
 	cfg       *Config
 	transport *http.Transport
-	warn      warnLimiter
+	warn      ratelog.Limiter
 }
 
 // errRedirect marks a failure while following a redirect (502; the node
@@ -142,7 +143,7 @@ func (r *redirector) failed(req *http.Request, err error) (*http.Response, error
 	if req.Context().Err() != nil {
 		return nil, err
 	}
-	r.warn.log(r.cfg.Log, slog.LevelWarn, result, msg, "route", r.cfg.Route,
+	r.warn.Log(r.cfg.Log, slog.LevelWarn, result, msg, "route", r.cfg.Route,
 		"client", clientString(connFrom(req.Context())), "method", bound(req.Method, MaxAuditField),
 		"path", bound(req.URL.Path, MaxAuditField), "result", result, "err", bound(err.Error(), MaxAuditError))
 	return nil, err

@@ -146,7 +146,7 @@ func TestRedirectLoop(t *testing.T) {
 	if resp.StatusCode != 502 || !strings.Contains(body, oci.RedirectFailedMessage) {
 		t.Errorf("got %d %s, want 502 saying the redirect could not be followed", resp.StatusCode, body)
 	}
-	if line := sw.logs.wait(t, "following the registry's redirect failed", "more than 5 redirects"); strings.Contains(line, "secret") {
+	if line := sw.logs.Wait(t, "following the registry's redirect failed", "more than 5 redirects"); strings.Contains(line, "secret") {
 		t.Errorf("the log has the presigned query: %s", line)
 	}
 	if sw.hits != MaxRedirects {

@@ -121,7 +121,7 @@ func TestRedirectToInternalAddressRefused(t *testing.T) {
 			}
 		})
 	}
-	iw.logs.wait(t, "the registry's redirect was not followed", "is a loopback address") // rate-limited: the first
+	iw.logs.Wait(t, "the registry's redirect was not followed", "is a loopback address") // rate-limited: the first
 	if n := iw.hits.Load(); n != 0 {
 		t.Errorf("the internal service got %d requests", n)
 	}
@@ -143,7 +143,7 @@ func TestRedirectAllowList(t *testing.T) {
 	if closed != refused || !strings.Contains(closed, oci.RedirectFailedMessage) {
 		t.Errorf("closed port %q, refused target %q: want the same generic body", closed, refused)
 	}
-	iw.logs.wait(t, "following the registry's redirect failed", "connection refused")
+	iw.logs.Wait(t, "following the registry's redirect failed", "connection refused")
 }
 
 // TestRedirectGuardCustomDial: with a DialContext of the caller's (no
@@ -160,7 +160,7 @@ func TestRedirectGuardCustomDial(t *testing.T) {
 	if status, body := iw.blob(t, "https://storage.test/blob"); status != http.StatusBadGateway || strings.Contains(body, internalSecret) {
 		t.Errorf("got %d %s, want 502 without the internal body", status, body)
 	}
-	iw.logs.wait(t, "the registry's redirect was not followed", "is a loopback address")
+	iw.logs.Wait(t, "the registry's redirect was not followed", "is a loopback address")
 	if n := iw.hits.Load(); n != 0 {
 		t.Errorf("the internal service got %d requests", n)
 	}

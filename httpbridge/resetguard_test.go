@@ -111,8 +111,8 @@ func TestH2RapidResetClosesTheConnection(t *testing.T) {
 	_ = a.c.Close()
 	n := <-sent
 	t.Logf("flood: %d streams sent, %d requests reached the registry", n, len(seen.all()))
-	w.logs.wait(t, "node connection closed: HTTP/2 rapid reset", "resets=")
-	w.logs.wait(t, "HTTP/2 rapid reset", "client failed")
+	w.logs.Wait(t, "node connection closed: HTTP/2 rapid reset", "resets=")
+	w.logs.Wait(t, "HTTP/2 rapid reset", "client failed")
 	if got := testutil.ToFloat64(w.m.floods.WithLabelValues("registry")); got != 1 {
 		t.Errorf("snigate_http_h2_reset_floods_total = %v, want 1", got)
 	}

@@ -1,7 +1,6 @@
 package httpbridge
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,14 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -27,7 +25,7 @@ const registryName = "registry.test"
 
 // waitLimit bounds every wait for an event in these tests; it is a
 // failure deadline, never a synchronisation delay.
-const waitLimit = 10 * time.Second
+const waitLimit = testkit.WaitLimit
 
 // testPKI is one CA for everything: the registry's server certificate,
 // the edge's client certificate, the gateway's serving certificate.
@@ -126,7 +124,7 @@ type world struct {
 	bridge *Bridge
 	srv    *sni.Server
 	addr   string
-	logs   *logSink
+	logs   *testkit.LogSink
 	reg    *prometheus.Registry
 	m      *Metrics
 	audit  *memAudit
@@ -146,7 +144,7 @@ type worldOpts struct {
 
 func newWorld(tb testing.TB, p *testPKI, o worldOpts) *world {
 	tb.Helper()
-	w := &world{pki: p, logs: newLogSink(), reg: prometheus.NewRegistry()}
+	w := &world{pki: p, logs: testkit.NewLogSink(), reg: prometheus.NewRegistry()}
 	w.m = NewMetrics(w.reg)
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pool, err := upstream.New(upstream.Config{Route: "registry", Addrs: o.addrs, Logger: logger, Check: upstream.Check{Fall: 1}})
@@ -180,7 +178,7 @@ func (w *world) startGateway(tb testing.TB, cfg sni.Config) {
 	tb.Helper()
 	tab, err := sni.NewTable([]*sni.Route{{
 		Name: "registry", SNI: []string{registryName}, Mode: sni.ModeBridge, Pool: w.pool,
-		Serve: staticCert{&w.pki.serveCrt}, Handler: w.bridge,
+		Serve: testkit.StaticCert{Cert: &w.pki.serveCrt}, Handler: w.bridge,
 	}}, "")
 	if err != nil {
 		tb.Fatal(err)
@@ -205,10 +203,6 @@ func (w *world) startGateway(tb testing.TB, cfg sni.Config) {
 		}
 	})
 }
-
-type staticCert struct{ c *tls.Certificate }
-
-func (s staticCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.c, nil }
 
 // node is an HTTP client on a node: DNS sends registryName to the
 // gateway; proto "h2" or "http/1.1".
@@ -238,52 +232,4 @@ func (w *world) nodeFrom(tb testing.TB, proto, ip string) *http.Client {
 	}
 	tb.Cleanup(t.CloseIdleConnections)
 	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-// logSink captures slog text output and wakes waiters on each record.
-type logSink struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	notify chan struct{}
-}
-
-func newLogSink() *logSink { return &logSink{notify: make(chan struct{})} }
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	close(l.notify)
-	l.notify = make(chan struct{})
-	return len(p), nil
-}
-
-// wait returns the first log line containing every one of parts.
-func (l *logSink) wait(tb testing.TB, parts ...string) string {
-	tb.Helper()
-	timeout := time.After(waitLimit)
-	for {
-		l.mu.Lock()
-		text, ch := l.buf.String(), l.notify
-		l.mu.Unlock()
-		for _, line := range strings.Split(text, "\n") {
-			if line != "" && containsAll(line, parts) {
-				return line
-			}
-		}
-		select {
-		case <-ch:
-		case <-timeout:
-			tb.Fatalf("no log line with %q; log:\n%s", parts, text)
-		}
-	}
-}
-
-func containsAll(s string, parts []string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
 }

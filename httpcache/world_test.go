@@ -26,6 +26,7 @@ import (
 
 	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/regcache"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
@@ -173,7 +174,7 @@ type world struct {
 	store *regcache.Cache
 	addr  string
 	dir   string
-	logs  *syncBuffer
+	logs  *testkit.LogSink
 }
 
 type worldOpts struct {
@@ -191,7 +192,7 @@ func newWorld(tb testing.TB, o worldOpts) *world {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := &world{ca: ca, dir: o.dir, logs: &syncBuffer{}}
+	w := &world{ca: ca, dir: o.dir, logs: testkit.NewLogSink()}
 	if w.dir == "" {
 		w.dir = tb.TempDir()
 	}
@@ -275,7 +276,7 @@ func (w *world) startGateway(tb testing.TB, logger *slog.Logger, o worldOpts) {
 	tb.Cleanup(b.Close)
 	serve := w.leaf(tb, "gateway", registryName)
 	tab, err := sni.NewTable([]*sni.Route{{Name: "registry", SNI: []string{registryName}, Mode: sni.ModeBridge,
-		Pool: pool, Serve: staticCert{&serve}, Handler: b}}, "")
+		Pool: pool, Serve: testkit.StaticCert{Cert: &serve}, Handler: b}}, "")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -297,10 +298,6 @@ func (w *world) startGateway(tb testing.TB, logger *slog.Logger, o worldOpts) {
 		}
 	})
 }
-
-type staticCert struct{ c *tls.Certificate }
-
-func (s staticCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.c, nil }
 
 // node is an HTTP client on a node, "h2" or "http/1.1", whose DNS sends
 // registryName to the gateway.
@@ -338,22 +335,4 @@ func get(c *http.Client, path string, header ...string) (int, []byte, http.Heade
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, body, resp.Header, err
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

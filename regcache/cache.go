@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/ratelog"
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -64,10 +64,9 @@ type Cache struct {
 	closed      bool
 	unavailable error // why the directory could not be opened, nil when fine
 
-	counts      counts
-	hooks       hooks                           // tests only
-	faultLogged [len(faultReasons)]atomic.Int64 // unix nanos of the last Error line per reason
-	faultQuiet  [len(faultReasons)]atomic.Int64 // faults not logged since
+	counts   counts
+	hooks    hooks           // tests only
+	faultLog ratelog.Limiter // the Error line of faults, per reason (faults.go)
 }
 
 // Open opens the cache in cfg.Dir: it creates the directory, takes its
@@ -123,6 +122,7 @@ func newCache(cfg Config) *Cache {
 		cfg: cfg, log: log, m: cfg.Metrics.forRoute(cfg.Route),
 		ctx: ctx, cancel: cancel,
 		idx: newIndex(), fills: map[string]*fill{}, maxSize: cfg.MaxSize,
+		faultLog: ratelog.Limiter{Every: faultLogEvery},
 	}
 	c.publishSize()
 	return c

@@ -2,7 +2,7 @@ package regcache
 
 import (
 	"fmt"
-	"slices"
+	"github.com/snigate/snigate/internal/ratelog"
 	"time"
 )
 
@@ -22,17 +22,11 @@ func (c *Cache) fault(op string, err error) error {
 }
 
 func (c *Cache) logFault(reason, op string, err error, now time.Time) {
-	i := slices.Index(faultReasons[:], reason)
-	last := c.faultLogged[i].Load()
-	if last != 0 && now.UnixNano()-last < int64(faultLogEvery) {
-		c.faultQuiet[i].Add(1)
-		return
-	}
-	if !c.faultLogged[i].CompareAndSwap(last, now.UnixNano()) {
-		c.faultQuiet[i].Add(1)
+	ok, suppressed := c.faultLog.Allow(reason, now)
+	if !ok {
 		return
 	}
 	c.log.Error("cache failed: requests bypass it and are served from upstream",
 		"route", c.cfg.Route, "dir", c.cfg.Dir, "reason", reason, "op", op, "err", err,
-		"not_logged", c.faultQuiet[i].Swap(0))
+		ratelog.Key, suppressed)
 }

@@ -51,7 +51,7 @@ func TestFaultLogRateLimited(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want 3 (nospace, io, nospace again later):\n%s", len(lines), buf.String())
 	}
-	if !strings.Contains(lines[2], "not_logged=4") {
+	if !strings.Contains(lines[2], "suppressed=4") {
 		t.Errorf("the later line does not count the 4 faults not logged: %s", lines[2])
 	}
 	if s := c.Stats(); s.Errors != 6 {

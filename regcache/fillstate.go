@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/filewatch"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -163,8 +164,8 @@ func (c *Cache) installLocked(f *fill, metaTmp string) error {
 		os.Remove(c.metaPath(f.d))
 		return err
 	}
-	st := statOf(fi)
-	c.idx.add(&record{d: f.d, size: st.size, stat: st, verified: true, header: f.header,
+	st := filewatch.IDOf(fi)
+	c.idx.add(&record{d: f.d, size: st.Size(), stat: st, verified: true, header: f.header,
 		lastUse: time.Now().UnixNano()})
 	c.evictLocked()
 	c.publishSize()

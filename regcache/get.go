@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/filewatch"
 	"io"
 	"net/http"
 	"os"
@@ -58,7 +59,7 @@ func (c *Cache) get(ctx context.Context, d digest) (_ *Entry, again bool) {
 	if r.verified && r.stat == st {
 		h := r.header
 		c.mu.Unlock()
-		return newStoredEntry(c, r, f, h, st.size, ctx), false
+		return newStoredEntry(c, r, f, h, st.Size(), ctx), false
 	}
 	if wait := r.verify; wait != nil {
 		c.mu.Unlock()
@@ -100,7 +101,7 @@ func (c *Cache) openFailed(r *record, err error) {
 // verifyAndServe verifies f (r's file, as stat st) and returns its Entry,
 // or nil after removing a corrupt file or counting a fault. It ends r's
 // verification, waking the Gets that waited for it.
-func (c *Cache) verifyAndServe(ctx context.Context, r *record, f *os.File, st fileStat) *Entry {
+func (c *Cache) verifyAndServe(ctx context.Context, r *record, f *os.File, st filewatch.ID) *Entry {
 	h, err := c.verifyContent(f, r.d, st)
 	c.mu.Lock()
 	close(r.verify)
@@ -117,20 +118,20 @@ func (c *Cache) verifyAndServe(ctx context.Context, r *record, f *os.File, st fi
 		c.verifyFailed(r.d, err)
 		return nil
 	}
-	return newStoredEntry(c, r, f, h, st.size, ctx)
+	return newStoredEntry(c, r, f, h, st.Size(), ctx)
 }
 
 // verifyContent hashes the file and reads its metadata.
-func (c *Cache) verifyContent(f *os.File, d digest, st fileStat) (http.Header, error) {
+func (c *Cache) verifyContent(f *os.File, d digest, st filewatch.ID) (http.Header, error) {
 	h := d.newHash()
-	n, err := io.Copy(h, io.NewSectionReader(f, 0, st.size))
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size()))
 	if err != nil {
 		return nil, c.fault("verify "+c.contentPath(d), err)
 	}
-	if n != st.size || !d.matches(h.Sum(nil)) {
+	if n != st.Size() || !d.matches(h.Sum(nil)) {
 		return nil, fmt.Errorf("%w: %s", errCorrupt, c.contentPath(d))
 	}
-	header, err := c.readMeta(d, st.size)
+	header, err := c.readMeta(d, st.Size())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s has no metadata", errCorrupt, c.contentPath(d))
@@ -153,17 +154,17 @@ func (c *Cache) verifyFailed(d digest, err error) {
 }
 
 // openStat opens path and stats the open file.
-func openStat(path string) (*os.File, fileStat, error) {
+func openStat(path string) (*os.File, filewatch.ID, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fileStat{}, err
+		return nil, filewatch.ID{}, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fileStat{}, err
+		return nil, filewatch.ID{}, err
 	}
-	return f, statOf(fi), nil
+	return f, filewatch.IDOf(fi), nil
 }
 
 // awaitClosed waits for ch to close; false if ctx ended first.

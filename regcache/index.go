@@ -2,6 +2,7 @@ package regcache
 
 import (
 	"container/list"
+	"github.com/snigate/snigate/internal/filewatch"
 	"net/http"
 )
 
@@ -10,8 +11,9 @@ type record struct {
 	d    digest
 	size int64
 	// stat is the content file as it was when last verified, or as Open
-	// found it; a file whose stat differs is verified again.
-	stat     fileStat
+	// found it; a file whose size, mtime, ctime or identity (device and
+	// inode) differs is verified again.
+	stat     filewatch.ID
 	verified bool
 	header   http.Header   // loaded with verification
 	verify   chan struct{} // closed when the verification in progress ends; nil when none

@@ -15,12 +15,3 @@ func lastUse(fi os.FileInfo) int64 {
 	}
 	return m
 }
-
-// changeTime is the file's ctime, which every write, chmod and utimes
-// moves (so that an edit that puts the mtime back is still noticed).
-func changeTime(fi os.FileInfo) int64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ctim.Nano()
-	}
-	return 0
-}

@@ -1,6 +1,9 @@
 package regcache
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/metricvec"
+)
 
 // Metrics holds every snigate_cache_* series, those the store moves and
 // snigate_cache_requests_total, which the HTTP bridge counts through
@@ -60,12 +63,7 @@ func (m *Metrics) DeleteRoute(route string) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"route": route}
-	for _, v := range []interface {
-		DeletePartialMatch(prometheus.Labels) int
-	}{m.requests, m.bytes, m.entries, m.upstreamBytes, m.fills, m.errors, m.corrupt, m.evictedBytes} {
-		v.DeletePartialMatch(l)
-	}
+	metricvec.DeleteRoute(route, m.requests, m.bytes, m.entries, m.upstreamBytes, m.fills, m.errors, m.corrupt, m.evictedBytes)
 }
 
 // routeMetrics are one route's series, resolved once when its Cache opens.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/filewatch"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,8 +129,8 @@ func (c *Cache) scanContent(d digest, e os.DirEntry, hasMeta bool) *record {
 	if err != nil {
 		return nil // removed meanwhile
 	}
-	st := statOf(fi)
-	return &record{d: d, size: st.size, stat: st, lastUse: lastUse(fi)}
+	st := filewatch.IDOf(fi)
+	return &record{d: d, size: st.Size(), stat: st, lastUse: lastUse(fi)}
 }
 
 // hasEntry reports whether ents has a file named name.

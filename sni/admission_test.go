@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pires/go-proxyproto"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // attackerIP is the slowloris's source; legitimate clients dial from
@@ -182,7 +183,7 @@ func TestSlowHandshakesCannotFillTheHouse(t *testing.T) {
 	connectAddr := h.serveConnect(t)
 	tlsAttack := startSlowloris(t, h.addr, captureHello(t, &tls.Config{ServerName: registryName}), attackers)
 	connectAttack := startSlowloris(t, connectAddr, []byte("CONNECT "+registryName+":443 HTTP/1.1\r\nHost: "+registryName+"\r\nX-Pad: "), attackers)
-	eventually(t, "the slowloris to fill both handshake budgets", func() bool {
+	testkit.Poll(t, "the slowloris to fill both handshake budgets", func() bool {
 		return h.srv.pendingHandshakes(kindTLS) >= budget && h.srv.pendingHandshakes(kindConnect) >= budget &&
 			tlsAttack.dialed.Load() >= attackers && connectAttack.dialed.Load() >= attackers
 	})
@@ -249,7 +250,7 @@ func TestMaxConnectionsPerClient(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHostile(t, Config{MaxConnectionsPerClient: limit, ProxyProtocolFrom: prefixes("127.0.0.3/32")})
 			conns := dialFrom(t, h.addr, tt.from, n, tt.first)
-			eventually(t, "the refusals beyond the limit", func() bool {
+			testkit.Poll(t, "the refusals beyond the limit", func() bool {
 				return h.counter(t, h.m.connections, h.addr, "", resultClientLimit) == n-limit
 			})
 			if err := tt.other(h); err != nil {
@@ -319,7 +320,7 @@ func TestBalancerConnectionsCountOnceAdmitted(t *testing.T) {
 			if tt.first == nil {
 				h.waitSessions(t, n) // held while the legitimate clients pass
 			} else {
-				eventually(t, "the denials", func() bool { return h.counter(t, h.m.connections, h.addr, "", tt.result) == n })
+				testkit.Poll(t, "the denials", func() bool { return h.counter(t, h.m.connections, h.addr, "", tt.result) == n })
 			}
 			if err := h.pullTLS(); err != nil {
 				t.Fatalf("a legitimate client beside %d balancer connections at max_connections 2: %v", n, err)
@@ -414,7 +415,7 @@ func BenchmarkHandshakeUnderSlowloris(b *testing.B) {
 	base := timedPulls(baseline, h.pullTLS)
 	tlsAttack := startSlowloris(b, h.addr, captureHello(b, &tls.Config{ServerName: registryName}), attackers)
 	connectAttack := startSlowloris(b, connectAddr, []byte("CONNECT "+registryName+":443 HTTP/1.1\r\nHost: "+registryName+"\r\nX-Pad: "), attackers)
-	eventually(b, "the slowloris to fill both handshake budgets", func() bool {
+	testkit.Poll(b, "the slowloris to fill both handshake budgets", func() bool {
 		return h.srv.pendingHandshakes(kindTLS) >= budget && h.srv.pendingHandshakes(kindConnect) >= budget
 	})
 	var attacked []time.Duration

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -252,7 +253,7 @@ func TestBridgeRememberedDialRetriesNextUpstream(t *testing.T) {
 	if n := w.counter(t, w.m.dialFailures, "registry", down); n != 2 {
 		t.Errorf("dial failures on the refusing upstream = %v, want 2 (each retried on the next)", n)
 	}
-	eventually(t, "4 connections counted ok", func() bool { return w.result(t, "registry", "ok") == 4 })
+	testkit.Poll(t, "4 connections counted ok", func() bool { return w.result(t, "registry", "ok") == 4 })
 }
 
 // A route whose upstreams are all unavailable still fails the node's

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -49,7 +50,7 @@ func (p *bridgePKI) route(tb testing.TB, addrs ...string) *Route {
 	return &Route{
 		Name: "registry", SNI: []string{registryName}, Mode: ModeBridge,
 		Pool:        newPool(tb, "registry", addrs...),
-		Serve:       staticCert{&p.serveCert},
+		Serve:       testkit.StaticCert{Cert: &p.serveCert},
 		UpstreamTLS: &tls.Config{RootCAs: p.upstreamCA.pool, Certificates: []tls.Certificate{p.edgeCert}},
 	}
 }

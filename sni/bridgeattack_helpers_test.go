@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // countingUpstream is a TLS upstream that counts the TCP connections it
@@ -90,11 +90,7 @@ func firstRecord(tb testing.TB, c net.Conn) (typ byte, payload []byte) {
 // dialsInProgress returns snigate_upstream_dials_in_progress for route.
 func (w *world) dialsInProgress(tb testing.TB, route string) float64 {
 	tb.Helper()
-	var m dto.Metric
-	if err := w.m.dialsActive.WithLabelValues(route).Write(&m); err != nil {
-		tb.Fatal(err)
-	}
-	return m.GetGauge().GetValue()
+	return testkit.Value(tb, w.m.dialsActive.WithLabelValues(route))
 }
 
 // result returns snigate_connections_total for route and result on the

@@ -3,14 +3,15 @@ package sni
 import (
 	"crypto/tls"
 	"errors"
+	"github.com/snigate/snigate/internal/testkit"
 	"strings"
 	"testing"
 )
 
-// refusingSource serves staticCert but refuses, before the handshake,
+// refusingSource serves a static certificate but refuses, before the handshake,
 // names starting with "bad." (with err) as a minter does.
 type refusingSource struct {
-	staticCert
+	testkit.StaticCert
 	err error
 }
 
@@ -67,7 +68,7 @@ func TestBridgeRefusesBeforeDialing(t *testing.T) {
 			r.SNI = []string{registryName, "*." + registryName}
 			r.UpstreamTLS.ServerName = registryName
 			r.ServeMinVersion = tt.serveMin
-			r.Serve = refusingSource{staticCert{&p.serveCert}, tt.sourceErr}
+			r.Serve = refusingSource{testkit.StaticCert{Cert: &p.serveCert}, tt.sourceErr}
 			w := newWorld(t, Config{}, "", r)
 			cfg := p.nodeConfig("h2")
 			tt.client(cfg)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/internal/certs"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // Regression (issue 14 item 2): a minting route signed a leaf for every
@@ -65,7 +66,7 @@ func TestBridgeMintFloodIsRateLimited(t *testing.T) {
 	if minted > budget || minted < certs.DefaultMintBurst {
 		t.Errorf("flood of %d new names from one client: %d minted, want %d to %d (burst, then the rate)", flood, minted, certs.DefaultMintBurst, budget)
 	}
-	eventually(t, "the refusals counted", func() bool { return w.result(t, "registry", resultMintLimit) == float64(refused) })
+	testkit.Poll(t, "the refusals counted", func() bool { return w.result(t, "registry", resultMintLimit) == float64(refused) })
 	if n := up.accepted.Load(); n != 1 {
 		t.Errorf("the upstream accepted %d connections during the flood, want only the first node's", n)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/snigate/snigate/internal/testkit"
 	"net"
 	"net/netip"
 	"testing"
@@ -104,14 +105,14 @@ func TestBridgeDialBounds(t *testing.T) {
 		if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 			t.Fatalf("over the bound: read %v, want the connection closed", err)
 		}
-		eventually(t, "the refusal counted", func() bool { return w.result(t, "registry", resultDialLimit) == n })
+		testkit.Poll(t, "the refusal counted", func() bool { return w.result(t, "registry", resultDialLimit) == n })
 	}
 
 	connect("127.0.0.1")
-	eventually(t, "one dial in progress", func() bool { return w.dialsInProgress(t, "registry") == 1 })
+	testkit.Poll(t, "one dial in progress", func() bool { return w.dialsInProgress(t, "registry") == 1 })
 	wantRefused(connect("127.0.0.1"), 1) // same client: max_dials_per_client 1
 	connect("127.0.0.2")
-	eventually(t, "another client's dial in progress", func() bool { return w.dialsInProgress(t, "registry") == 2 })
+	testkit.Poll(t, "another client's dial in progress", func() bool { return w.dialsInProgress(t, "registry") == 2 })
 	wantRefused(connect("127.0.0.3"), 2) // a third client: max_dials 2
 	w.logs.wait(t, "msg=connection", "result=dial_limit", "max_dials_per_client 1")
 	w.srv.Close()

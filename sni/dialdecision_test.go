@@ -3,6 +3,7 @@ package sni
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/snigate/snigate/internal/testkit"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -158,7 +159,7 @@ func TestBridgeDialRatePerClient(t *testing.T) {
 		tc.Close()
 	}
 	elapsed := time.Since(start)
-	eventually(t, "every flood connection counted", func() bool {
+	testkit.Poll(t, "every flood connection counted", func() bool {
 		return w.result(t, "registry", "ok")+w.result(t, "registry", resultDialLimit) == 2+flood
 	})
 	// The bucket starts full (rate) and refills at rate a second.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/snigate/snigate/internal/testkit"
 	"net"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestBridgeSilentConnectionsCompeteForTheBudget(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("%d of %d legitimate clients failed beside %d silent connections from %d addresses", failed, legit, sources*perSource, sources)
 	}
-	eventually(t, "silent connections closed to make room (result handshake_limit)", func() bool {
+	testkit.Poll(t, "silent connections closed to make room (result handshake_limit)", func() bool {
 		return w.result(t, "registry", resultHandshakeLimit) > 0
 	})
 }

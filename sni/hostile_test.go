@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pires/go-proxyproto"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // Hostile clients: each case holds many connections open (or feeds them
@@ -84,7 +85,7 @@ func (h *hostile) released(tb testing.TB) int {
 	tb.Helper()
 	h.waitSessions(tb, 0)
 	var n int
-	eventually(tb, "goroutines back to the baseline", func() bool {
+	testkit.Poll(tb, "goroutines back to the baseline", func() bool {
 		n = runtime.NumGoroutine()
 		return n <= h.base+goroutineSlack
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/metricvec"
 )
 
 // Metrics are the sni package's Prometheus series. Build them once per
@@ -117,15 +118,8 @@ func (m *Metrics) DeleteRoute(route string) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"route": route}
-	m.connections.DeletePartialMatch(l)
-	m.active.DeletePartialMatch(l)
-	m.bytes.DeletePartialMatch(l)
-	m.connectSeconds.DeletePartialMatch(l)
-	m.durationSecs.DeletePartialMatch(l)
-	m.dialFailures.DeletePartialMatch(l)
-	m.dialsActive.DeletePartialMatch(l)
-	m.clientAuth.DeletePartialMatch(l)
+	metricvec.DeleteRoute(route, m.connections, m.active, m.bytes, m.connectSeconds, m.durationSecs,
+		m.dialFailures, m.dialsActive, m.clientAuth)
 }
 
 // Results a connection can end with, for creating the series at 0.
@@ -148,13 +142,9 @@ func (m *Metrics) InitListener(listener string, connect bool) {
 	if m == nil {
 		return
 	}
-	for _, r := range unroutedResults {
-		m.connections.WithLabelValues(listener, "", r).Add(0)
-	}
+	metricvec.Init(m.connections.WithLabelValues, []string{listener, ""}, unroutedResults...)
 	if connect {
-		for _, r := range connectResults {
-			m.connections.WithLabelValues(listener, "", r).Add(0)
-		}
+		metricvec.Init(m.connections.WithLabelValues, []string{listener, ""}, connectResults...)
 	}
 }
 
@@ -167,19 +157,14 @@ func (m *Metrics) InitRoute(route string, upstreams, listeners []string) {
 		return
 	}
 	for _, ln := range listeners {
-		for _, r := range routedResults {
-			m.connections.WithLabelValues(ln, route, r).Add(0)
-		}
+		metricvec.Init(m.connections.WithLabelValues, []string{ln, route}, routedResults...)
 	}
-	m.bytes.WithLabelValues(route, DirectionUpstream).Add(0)
-	m.bytes.WithLabelValues(route, DirectionDownstream).Add(0)
+	metricvec.Init(m.bytes.WithLabelValues, []string{route}, DirectionUpstream, DirectionDownstream)
 	m.active.WithLabelValues(route).Add(0)
 	m.dialsActive.WithLabelValues(route).Add(0)
 	m.connectSeconds.WithLabelValues(route)
 	m.durationSecs.WithLabelValues(route)
-	for _, u := range upstreams {
-		m.dialFailures.WithLabelValues(route, u).Add(0)
-	}
+	metricvec.Init(m.dialFailures.WithLabelValues, []string{route}, upstreams...)
 }
 
 // InitClientAuth creates at 0 the snigate_client_auth_failures_total
@@ -189,16 +174,14 @@ func (m *Metrics) InitClientAuth(route string) {
 	if m == nil {
 		return
 	}
-	for _, r := range clientAuthReasons {
-		m.clientAuth.WithLabelValues(route, r).Add(0)
-	}
+	metricvec.Init(m.clientAuth.WithLabelValues, []string{route}, clientAuthReasons...)
 }
 
 // DeleteClientAuth removes those series when a reload took client_ca
 // off a route that stays.
 func (m *Metrics) DeleteClientAuth(route string) {
 	if m != nil {
-		m.clientAuth.DeletePartialMatch(prometheus.Labels{"route": route})
+		metricvec.DeleteRoute(route, m.clientAuth)
 	}
 }
 

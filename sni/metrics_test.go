@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // seriesOf returns name -> label sets (as "k=v,k=v") gathered from reg.
@@ -36,11 +37,7 @@ func labelString(m *dto.Metric) string {
 }
 
 func gaugeValue(tb testing.TB, g *prometheus.GaugeVec, labels ...string) float64 {
-	var m dto.Metric
-	if err := g.WithLabelValues(labels...).Write(&m); err != nil {
-		tb.Fatal(err)
-	}
-	return m.GetGauge().GetValue()
+	return testkit.Value(tb, g.WithLabelValues(labels...))
 }
 
 func TestMetricsContract(t *testing.T) {

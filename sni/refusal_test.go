@@ -2,6 +2,7 @@ package sni
 
 import (
 	"crypto/tls"
+	"github.com/snigate/snigate/internal/testkit"
 	"io"
 	"net"
 	"strings"
@@ -54,7 +55,7 @@ func TestRefusalsAreCountedNotLoggedOneByOne(t *testing.T) {
 				c := w.dial(t)
 				c.Write(hello)
 				if tt.held {
-					eventually(t, "the refusal counted", func() bool {
+					testkit.Poll(t, "the refusal counted", func() bool {
 						return w.counter(t, w.m.connections, w.addr, "", tt.result) == float64(i+1)
 					})
 				} else {

@@ -1,12 +1,12 @@
 package sni
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -19,12 +19,6 @@ func newPool(tb testing.TB, route string, addrs ...string) *upstream.Pool {
 		tb.Fatal(err)
 	}
 	return p
-}
-
-type staticCert struct{ cert *tls.Certificate }
-
-func (s staticCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	return s.cert, nil
 }
 
 func TestNewTableLookup(t *testing.T) {
@@ -69,7 +63,7 @@ func TestNewTableLookup(t *testing.T) {
 
 func TestNewTableErrors(t *testing.T) {
 	pool := newPool(t, "x", "127.0.0.1:1")
-	cert := staticCert{}
+	cert := testkit.StaticCert{}
 	tests := []struct {
 		name   string
 		routes []*Route

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/ratelog"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -123,9 +124,9 @@ type Server struct {
 	log    *slog.Logger
 	m      *Metrics
 	routes atomic.Pointer[Table]
-	warn   warnLimiter
+	warn   ratelog.Limiter
 	// refused rate-limits the connection lines of refusals (see refusal).
-	refused warnLimiter
+	refused ratelog.Limiter
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	pipes   *pipePool // splice pipes, held only while bytes are in flight
 	// parker watches the sockets of idle spliced directions, which give
@@ -189,8 +190,8 @@ func New(cfg Config, routes *Table) (*Server, error) {
 		parker:    newParker(),
 		ids:       newConnIDs(),
 	}
-	s.warn.every = cfg.WarnInterval
-	s.refused.every = cfg.WarnInterval
+	s.warn.Every = cfg.WarnInterval
+	s.refused.Every = cfg.WarnInterval
 	s.parkAfter.Store(int64(defaultParkAfter))
 	s.cfg.Store(&cfg)
 	s.ctx, s.cancel = context.WithCancel(context.Background())

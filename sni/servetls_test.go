@@ -2,6 +2,7 @@ package sni
 
 import (
 	"crypto/tls"
+	"github.com/snigate/snigate/internal/testkit"
 	"net"
 	"strings"
 	"testing"
@@ -87,7 +88,7 @@ func handshakePipe(t *testing.T, srv, client *tls.Config) bool {
 // TLS 1.2 suites, AES-CBC included; it now accepts AEAD suites only,
 // TLS 1.2 at least, unless the route says otherwise.
 func TestServeConfigDefaults(t *testing.T) {
-	r := &Route{Serve: staticCert{}}
+	r := &Route{Serve: testkit.StaticCert{}}
 	cfg := r.serveConfig("h2")
 	if cfg.MinVersion != tls.VersionTLS12 {
 		t.Errorf("MinVersion %x, want TLS 1.2", cfg.MinVersion)
@@ -103,7 +104,7 @@ func TestServeConfigDefaults(t *testing.T) {
 			t.Errorf("non-AEAD suite %s offered", name)
 		}
 	}
-	r = &Route{Serve: staticCert{}, ServeMinVersion: tls.VersionTLS13, ServeCipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}}
+	r = &Route{Serve: testkit.StaticCert{}, ServeMinVersion: tls.VersionTLS13, ServeCipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}}
 	if cfg := r.serveConfig(""); cfg.MinVersion != tls.VersionTLS13 || len(cfg.CipherSuites) != 1 || cfg.NextProtos != nil {
 		t.Errorf("route settings not applied: %+v", cfg)
 	}

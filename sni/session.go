@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/inetaf/tcpproxy"
+	"github.com/snigate/snigate/internal/ratelog"
 )
 
 // Results: how a connection ended, the "result" of logs and metrics.
@@ -503,12 +504,12 @@ func (s *Server) finish(ss *session) {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
 	if refusal(result) {
-		ok, suppressed := s.refused.allow(result, time.Now())
+		ok, suppressed := s.refused.Allow(result, time.Now())
 		if !ok {
 			return
 		}
 		if suppressed > 0 {
-			attrs = append(attrs, slog.Int("suppressed", suppressed))
+			attrs = append(attrs, slog.Int(ratelog.Key, suppressed))
 		}
 	}
 	access.LogAttrs(context.Background(), level, "connection", attrs...)

@@ -2,83 +2,37 @@ package sni
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testnet"
 )
 
 // waitLimit bounds every wait for an event in these tests; it is a
 // failure deadline, never a synchronisation delay.
-const waitLimit = 10 * time.Second
+const waitLimit = testkit.WaitLimit
 
-// logSink captures slog text output and wakes waiters on each record.
-type logSink struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	notify chan struct{}
-}
+// logSink is the shared test kit's sink under the name (and wait) the
+// package's tests call.
+type logSink struct{ testkit.LogSink }
 
-func newLogSink() *logSink { return &logSink{notify: make(chan struct{})} }
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	close(l.notify)
-	l.notify = make(chan struct{})
-	return len(p), nil
-}
-
-func (l *logSink) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+func newLogSink() *logSink { return &logSink{} }
 
 // wait returns the first log line containing every one of parts, waiting
-// for it to be written.
+// for it to be written (testkit.LogSink.Wait).
 func (l *logSink) wait(tb testing.TB, parts ...string) string {
 	tb.Helper()
-	timeout := time.After(waitLimit)
-	for {
-		l.mu.Lock()
-		text, ch := l.buf.String(), l.notify
-		l.mu.Unlock()
-		if line, ok := findLine(text, parts); ok {
-			return line
-		}
-		select {
-		case <-ch:
-		case <-timeout:
-			tb.Fatalf("no log line with %q; log:\n%s", parts, text)
-		}
-	}
-}
-
-func findLine(text string, parts []string) (string, bool) {
-	for _, line := range strings.Split(text, "\n") {
-		ok := line != ""
-		for _, p := range parts {
-			ok = ok && strings.Contains(line, p)
-		}
-		if ok {
-			return line, true
-		}
-	}
-	return "", false
+	return l.Wait(tb, parts...)
 }
 
 // world is a Server on 127.0.0.1:0 with captured logs and metrics.
@@ -154,35 +108,17 @@ func (w *world) dial(tb testing.TB) *net.TCPConn {
 // waits for this first.
 func (w *world) waitSessions(tb testing.TB, n int) {
 	tb.Helper()
-	eventually(tb, "the server to track "+strconv.Itoa(n)+" connections", func() bool {
+	testkit.Poll(tb, "the server to track "+strconv.Itoa(n)+" connections", func() bool {
 		w.srv.mu.Lock()
 		defer w.srv.mu.Unlock()
 		return len(w.srv.sessions) == n
 	})
 }
 
-// eventually polls cond until it holds, failing after waitLimit. It is for
-// conditions with no event to wait on (goroutine counts, the connection
-// set); the poll interval is not a synchronisation delay.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // counter returns the value of a counter series of the world's metrics.
 func (w *world) counter(tb testing.TB, c *prometheus.CounterVec, labels ...string) float64 {
 	tb.Helper()
-	var m dto.Metric
-	if err := c.WithLabelValues(labels...).Write(&m); err != nil {
-		tb.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
+	return testkit.Value(tb, c.WithLabelValues(labels...))
 }
 
 // tcpUpstream is a TCP server on 127.0.0.1:0 that runs handle for each

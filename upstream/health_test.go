@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -30,13 +31,13 @@ func TestFallRiseMovesTraffic(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srvCfg := serverConfig(pki.server, pki.ca.pool, 0)
 			a, b := startUpstream(t, srvCfg), startUpstream(t, srvCfg)
-			var logs logBuffer
+			var logs testkit.LogSink
 			const fall, rise = 3, 2
 			p := mustPool(t, Config{
 				Addrs:         []string{a.addr, b.addr},
 				Check:         Check{Kind: tt.kind, Fall: fall, Rise: rise, Timeout: 5 * time.Second},
 				TLSConfigFunc: func() *tls.Config { return pki.clientConfig(&pki.client) },
-				Logger:        logs.logger(),
+				Logger:        logs.Logger(),
 			})
 			rounds(p, 1)
 			wantCandidates(t, p, a.addr, b.addr)
@@ -46,7 +47,7 @@ func TestFallRiseMovesTraffic(t *testing.T) {
 			wantCandidates(t, p, a.addr, b.addr) // fall-1 failures are not enough
 			rounds(p, 1)
 			wantCandidates(t, p, b.addr)
-			if got := logs.lines("upstream health changed"); len(got) != 1 ||
+			if got := logs.Lines("upstream health changed"); len(got) != 1 ||
 				!strings.Contains(got[0], "upstream="+a.addr) || !strings.Contains(got[0], "from=up to=down") ||
 				!strings.Contains(got[0], "connection refused") {
 				t.Fatalf("log after going down: %q, want one line naming %s, from=up to=down and the error", got, a.addr)
@@ -57,10 +58,10 @@ func TestFallRiseMovesTraffic(t *testing.T) {
 			wantCandidates(t, p, b.addr) // rise-1 passes are not enough
 			rounds(p, 1)
 			wantCandidates(t, p, a.addr, b.addr)
-			if got := logs.lines("upstream health changed"); len(got) != 2 || !strings.Contains(got[1], "from=down to=up") {
+			if got := logs.Lines("upstream health changed"); len(got) != 2 || !strings.Contains(got[1], "from=down to=up") {
 				t.Fatalf("log after coming back: %q, want a second line from=down to=up", got)
 			}
-			if got := logs.lines("level=DEBUG msg=\"health check\""); len(got) != 2*(1+fall+rise) {
+			if got := logs.Lines("level=DEBUG msg=\"health check\""); len(got) != 2*(1+fall+rise) {
 				t.Errorf("%d debug lines for probes, want %d", len(got), 2*(1+fall+rise))
 			}
 		})

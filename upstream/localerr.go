@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"github.com/snigate/snigate/internal/ratelog"
 	"syscall"
 	"time"
 )
@@ -28,12 +29,13 @@ func localError(err error) bool {
 // left as it was.
 func (p *Pool) localFailed(h *Host, err error, now time.Time) {
 	p.cfg.Metrics.countCheck(p.Route(), h.addr, resultLocalError)
-	last := p.localLogged.Load()
-	if last != 0 && now.UnixNano()-last < int64(localErrorLogEvery) {
+	ok, suppressed := p.localLog.Allow(resultLocalError, now)
+	if !ok {
 		return
 	}
-	if p.localLogged.CompareAndSwap(last, now.UnixNano()) {
-		p.log.Error("health check could not run: this process is out of a resource (raise the file descriptor limit?); the upstream's health is unchanged",
-			"route", p.Route(), "upstream", h.addr, "err", err)
+	args := []any{"route", p.Route(), "upstream", h.addr, "err", err}
+	if suppressed > 0 {
+		args = append(args, ratelog.Key, suppressed)
 	}
+	p.log.Error("health check could not run: this process is out of a resource (raise the file descriptor limit?); the upstream's health is unchanged", args...)
 }

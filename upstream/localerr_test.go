@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"github.com/snigate/snigate/internal/testkit"
 	"net"
 	"os"
 	"strings"
@@ -20,11 +21,11 @@ import (
 func TestOutOfDescriptorsIsNotAnUpstreamFailure(t *testing.T) {
 	u := startUpstream(t, serverConfig(newPKI(t).server, nil, 0))
 	var fail atomic.Value // error to return from the dial, or nil
-	var logs logBuffer
+	var logs testkit.LogSink
 	p := mustPool(t, Config{
 		Addrs:  []string{u.addr},
 		Check:  Check{Kind: CheckTCP, Fall: 1, Rise: 1},
-		Logger: logs.logger(),
+		Logger: logs.Logger(),
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if err, _ := fail.Load().(error); err != nil {
 				return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("socket", err)}
@@ -40,7 +41,7 @@ func TestOutOfDescriptorsIsNotAnUpstreamFailure(t *testing.T) {
 			t.Fatalf("%v: the upstream went down for a local failure: %s", errno, st.LastError)
 		}
 	}
-	lines := logs.lines("health check could not run")
+	lines := logs.Lines("health check could not run")
 	if len(lines) != 1 {
 		t.Fatalf("%d Error lines for 6 local failures within %v, want 1", len(lines), localErrorLogEvery)
 	}

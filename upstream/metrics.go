@@ -1,6 +1,9 @@
 package upstream
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/metricvec"
+)
 
 // Metrics holds the upstream series. Build it once per process with
 // NewMetrics and hand it to every generation of pools: the series survive
@@ -48,10 +51,7 @@ func (m *Metrics) DeleteRoute(route string) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"route": route}
-	m.up.DeletePartialMatch(l)
-	m.checks.DeletePartialMatch(l)
-	m.state.DeletePartialMatch(l)
+	metricvec.DeleteRoute(route, m.up, m.checks, m.state)
 }
 
 // DeleteUpstream deletes every series of one upstream of route.
@@ -59,10 +59,7 @@ func (m *Metrics) DeleteUpstream(route, upstream string) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"route": route, "upstream": upstream}
-	m.up.DeletePartialMatch(l)
-	m.checks.DeletePartialMatch(l)
-	m.state.DeletePartialMatch(l)
+	metricvec.DeleteMatch(prometheus.Labels{"route": route, "upstream": upstream}, m.up, m.checks, m.state)
 }
 
 func (m *Metrics) setUp(route, upstream string, healthy bool) {
@@ -104,9 +101,7 @@ func (m *Metrics) initChecks(route, upstream string) {
 	if m == nil {
 		return
 	}
-	for _, r := range checkResults {
-		m.checks.WithLabelValues(route, upstream, r).Add(0)
-	}
+	metricvec.Init(m.checks.WithLabelValues, []string{route, upstream}, checkResults[:]...)
 }
 
 // publish sets the gauges of h from its current state and creates its

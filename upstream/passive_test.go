@@ -3,6 +3,7 @@ package upstream
 import (
 	"crypto/tls"
 	"errors"
+	"github.com/snigate/snigate/internal/testkit"
 	"os"
 	"strings"
 	"syscall"
@@ -29,8 +30,8 @@ func TestReportDialMarksDownAfterFall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs logBuffer
-			p := mustPool(t, Config{Addrs: []string{"192.0.2.1:443", "192.0.2.2:443"}, Check: Check{Fall: 3}, Logger: logs.logger()})
+			var logs testkit.LogSink
+			p := mustPool(t, Config{Addrs: []string{"192.0.2.1:443", "192.0.2.2:443"}, Check: Check{Fall: 3}, Logger: logs.Logger()})
 			h := p.host("192.0.2.1:443")
 			for _, err := range tt.reports {
 				p.ReportDial(h, err)
@@ -38,7 +39,7 @@ func TestReportDialMarksDownAfterFall(t *testing.T) {
 			if h.Healthy() != tt.healthy {
 				t.Fatalf("healthy %v after %v, want %v", h.Healthy(), tt.reports, tt.healthy)
 			}
-			lines := logs.lines("upstream health changed")
+			lines := logs.Lines("upstream health changed")
 			if tt.healthy {
 				if len(lines) != 0 {
 					t.Errorf("health change logged: %q", lines)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/ratelog"
 	"log/slog"
 	"net"
 	"slices"
@@ -83,8 +84,9 @@ type Pool struct {
 	sessions []tls.ClientSessionCache
 	robin    atomic.Uint64
 	running  atomic.Bool
-	// localLogged is when a local check failure was last logged (unix ns).
-	localLogged atomic.Int64
+	// localLog rate-limits the Error line of local check failures
+	// (localErrorLogEvery).
+	localLog ratelog.Limiter
 }
 
 // New validates cfg, fills in defaults and returns a pool whose hosts all
@@ -100,6 +102,7 @@ func New(cfg Config) (*Pool, error) {
 		hosts:    make([]atomic.Pointer[Host], len(cfg.Addrs)),
 		index:    make(map[string]int, len(cfg.Addrs)),
 		sessions: make([]tls.ClientSessionCache, len(cfg.Addrs)),
+		localLog: ratelog.Limiter{Every: localErrorLogEvery},
 	}
 	for i, addr := range cfg.Addrs {
 		p.hosts[i].Store(newHost(addr, p))

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,35 +73,6 @@ func (u *testUpstream) stop() {
 	_ = u.srv.Close()
 	<-u.done
 	u.srv = nil
-}
-
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the logged lines that contain msg.
-func (b *logBuffer) lines(msg string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for l := range strings.Lines(b.buf.String()) {
-		if strings.Contains(l, msg) {
-			out = append(out, strings.TrimSpace(l))
-		}
-	}
-	return out
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

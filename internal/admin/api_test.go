@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -83,7 +83,7 @@ func TestSetUpstreamStateTransitions(t *testing.T) {
 				if _, err := fake.SetUpstreamState(route, up, from); err != nil {
 					t.Fatal(err)
 				}
-				before := counterValue(t, m.stateChanges.WithLabelValues(route, string(to)))
+				before := testkit.Value(t, m.stateChanges.WithLabelValues(route, string(to)))
 				a := call(t, "POST", addr, "/api/upstreams/"+route+"/"+up, "application/json", fmt.Sprintf(`{"state": %q}`, to))
 				if a.code != 200 {
 					t.Fatalf("code = %d; body %q", a.code, a.body)
@@ -98,7 +98,7 @@ func TestSetUpstreamStateTransitions(t *testing.T) {
 				if got := fake.state(route, up); got != to {
 					t.Errorf("gateway state = %s, want %s", got, to)
 				}
-				if got := counterValue(t, m.stateChanges.WithLabelValues(route, string(to))); got != before+1 {
+				if got := testkit.Value(t, m.stateChanges.WithLabelValues(route, string(to))); got != before+1 {
 					t.Errorf("state_changes_total = %v, want %v", got, before+1)
 				}
 			})
@@ -205,13 +205,4 @@ func TestSetUpstreamWithoutRuntimeAPI(t *testing.T) {
 		t.Fatalf("code = %d; body %q", a.code, a.body)
 	}
 	a.jsonError(t)
-}
-
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var pb dto.Metric
-	if err := c.Write(&pb); err != nil {
-		t.Fatal(err)
-	}
-	return pb.GetCounter().GetValue()
 }

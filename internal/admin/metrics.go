@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/snigate/snigate/internal/metricvec"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -62,9 +63,8 @@ func (m *Metrics) InitRoute(route string) {
 	if m == nil {
 		return
 	}
-	for _, st := range []upstream.State{upstream.StateReady, upstream.StateDrain, upstream.StateMaint} {
-		m.stateChanges.WithLabelValues(route, string(st)).Add(0)
-	}
+	metricvec.Init(m.stateChanges.WithLabelValues, []string{route},
+		string(upstream.StateReady), string(upstream.StateDrain), string(upstream.StateMaint))
 }
 
 func (m *Metrics) stateChanged(route, state string) {
@@ -79,7 +79,7 @@ func (m *Metrics) DeleteRoute(route string) {
 	if m == nil {
 		return
 	}
-	m.stateChanges.DeletePartialMatch(prometheus.Labels{"route": route})
+	metricvec.DeleteRoute(route, m.stateChanges)
 }
 
 func (m *Metrics) connShed(reason string) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // bundleRecorder collects CABundleConfig.OnReloadFunc calls.
@@ -96,10 +97,10 @@ func TestCABundleReload(t *testing.T) {
 				t.Error("a reload changed a pool already handed out")
 			}
 			lbl := map[string]string{"route": "r", "role": RoleUpstreamCA}
-			if v, _ := metricValue(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); v != float64(earliestExpiry(got).Unix()) {
+			if v, _ := testkit.Gathered(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); v != float64(earliestExpiry(got).Unix()) {
 				t.Errorf("expiry metric %v; want the earliest NotAfter %v", v, earliestExpiry(got).Unix())
 			}
-			if v, _ := metricValue(t, reg, "snigate_certificate_reload_failures_total", lbl); v < 1 {
+			if v, _ := testkit.Gathered(t, reg, "snigate_certificate_reload_failures_total", lbl); v < 1 {
 				t.Errorf("failures counter %v; want >= 1", v)
 			}
 		})

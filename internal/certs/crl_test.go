@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // crlWorld is a node CA with two node certificates, its bundle and a CRL
@@ -108,10 +109,10 @@ func TestCRLReload(t *testing.T) {
 		t.Error("a refused CRL replaced the last good one")
 	}
 	lbl := map[string]string{"route": "r", "role": RoleClientCRL}
-	if v, _ := metricValue(t, reg, "snigate_certificate_reload_failures_total", lbl); v < 1 {
+	if v, _ := testkit.Gathered(t, reg, "snigate_certificate_reload_failures_total", lbl); v < 1 {
 		t.Errorf("reload failures %v; want >= 1", v)
 	}
-	if v, ok := metricValue(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); !ok || v < float64(time.Now().Unix()) {
+	if v, ok := testkit.Gathered(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); !ok || v < float64(time.Now().Unix()) {
 		t.Errorf("expiry (NextUpdate) %v (present %v); want in the future", v, ok)
 	}
 }

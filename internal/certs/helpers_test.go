@@ -1,7 +1,6 @@
 package certs
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,14 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -192,71 +190,10 @@ func runUntilCleanup(t *testing.T, run func(context.Context) error) {
 	})
 }
 
-// logBuffer is a concurrency-safe buffer for a test slog.Logger.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // quietLogger keeps tests that do not look at logs quiet.
 var quietLogger = slog.New(slog.DiscardHandler)
 
-func newTestLogger() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
-}
-
-// metricValue is the value of the series name{labels} in reg, and whether
-// it exists.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if !labelsMatch(m.GetLabel(), labels) {
-				continue
-			}
-			switch {
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue(), true
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue(), true
-			}
-		}
-	}
-	return 0, false
-}
-
-func labelsMatch[L interface {
-	GetName() string
-	GetValue() string
-}](got []L, want map[string]string) bool {
-	n := 0
-	for _, l := range got {
-		if v, ok := want[l.GetName()]; ok {
-			if v != l.GetValue() {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(want)
+func newTestLogger() (*slog.Logger, *testkit.LogSink) {
+	b := testkit.NewLogSink()
+	return b.Logger(), b
 }

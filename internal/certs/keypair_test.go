@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // pairFiles is where a test keeps a key pair, and how it rotates it.
@@ -66,10 +67,10 @@ func TestKeyPairReload(t *testing.T) {
 			rec.waitSuccess(t, 2)
 			assertServing(t, kp, 2)
 			lbl := map[string]string{"route": "r", "role": RoleServe}
-			if got, _ := metricValue(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); got != float64(kp.Leaf().NotAfter.Unix()) {
+			if got, _ := testkit.Gathered(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); got != float64(kp.Leaf().NotAfter.Unix()) {
 				t.Errorf("expiry metric = %v; want %v (NotAfter of the new certificate)", got, kp.Leaf().NotAfter.Unix())
 			}
-			if got, _ := metricValue(t, reg, "snigate_certificate_reloads_total", lbl); got < 1 {
+			if got, _ := testkit.Gathered(t, reg, "snigate_certificate_reloads_total", lbl); got < 1 {
 				t.Errorf("reloads counter = %v; want >= 1", got)
 			}
 		})
@@ -120,7 +121,7 @@ func TestKeyPairRecoversFromCertBeforeKey(t *testing.T) {
 		t.Errorf("failure = %v; want the mismatch, naming the key file", err)
 	}
 	assertServing(t, kp, 1)
-	if got, _ := metricValue(t, reg, "snigate_certificate_reload_failures_total", map[string]string{"route": "r", "role": RoleClient}); got < 1 {
+	if got, _ := testkit.Gathered(t, reg, "snigate_certificate_reload_failures_total", map[string]string{"route": "r", "role": RoleClient}); got < 1 {
 		t.Errorf("failures counter = %v; want >= 1", got)
 	}
 
@@ -206,11 +207,11 @@ func TestKeyPairMetricsOnLoadAndDeleteRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	lbl := map[string]string{"route": "gone", "role": RoleClient}
-	if got, _ := metricValue(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); got != float64(kp.Leaf().NotAfter.Unix()) {
+	if got, _ := testkit.Gathered(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); got != float64(kp.Leaf().NotAfter.Unix()) {
 		t.Errorf("expiry on load = %v; want %v", got, kp.Leaf().NotAfter.Unix())
 	}
 	metrics.DeleteRoute("gone")
-	if _, ok := metricValue(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); ok {
+	if _, ok := testkit.Gathered(t, reg, "snigate_certificate_expiry_timestamp_seconds", lbl); ok {
 		t.Error("expiry series left after DeleteRoute")
 	}
 	var nilMetrics *Metrics

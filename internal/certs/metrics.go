@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/metricvec"
 )
 
 // Roles label the certificates this package watches, in metrics and logs.
@@ -64,11 +65,7 @@ func (m *Metrics) DeleteRoute(route string) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"route": route}
-	m.expiry.DeletePartialMatch(l)
-	m.reloads.DeletePartialMatch(l)
-	m.failures.DeletePartialMatch(l)
-	m.mints.DeletePartialMatch(l)
+	metricvec.DeleteRoute(route, m.expiry, m.reloads, m.failures, m.mints)
 }
 
 // mintResults are the values of snigate_certificate_mints_total's result.
@@ -86,9 +83,7 @@ func (m *Metrics) setExpiry(route, role string, notAfter time.Time) {
 	m.reloads.WithLabelValues(route, role).Add(0)
 	m.failures.WithLabelValues(route, role).Add(0)
 	if role == RoleServeCA {
-		for _, r := range mintResults {
-			m.mints.WithLabelValues(route, r).Add(0)
-		}
+		metricvec.Init(m.mints.WithLabelValues, []string{route}, mintResults[:]...)
 	}
 }
 

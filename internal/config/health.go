@@ -23,7 +23,7 @@ func defaultCheck(mode string) string {
 // health parses a route's health: section and fills in its defaults.
 func (p *parser) health(route fields, mode string) Health {
 	f := p.mapping(route.get("health"), route.key("health"), route.keyLine("health"), healthKeys...)
-	h := Health{Check: p.enumAt(f, "check", defaultCheck(mode), CheckTCP, CheckTLS, CheckHTTP)}
+	h := Health{Check: p.enumAt(f, "check", defaultCheck(mode), checkValues...)}
 	h.Path, h.ExpectStatus = p.httpCheck(f, h.Check)
 	h.Interval = p.durationAt(f, "interval", DefaultHealthInterval)
 	h.Timeout = p.durationAt(f, "timeout", DefaultHealthTimeout)

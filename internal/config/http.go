@@ -5,9 +5,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/snigate/snigate/internal/size"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -40,6 +40,9 @@ const (
 	RedirectsPass   = "pass"
 )
 
+// DefaultForwarded is http.forwarded when absent.
+const DefaultForwarded = true
+
 // DefaultCacheMaxSize is cache.max_size when absent: 10 GiB.
 const DefaultCacheMaxSize int64 = 10 << 30
 
@@ -62,11 +65,11 @@ func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
 	}
 	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache")
 	h := &HTTP{
-		Forwarded:    p.boolAt(f, "forwarded", true),
+		Forwarded:    p.boolAt(f, "forwarded", DefaultForwarded),
 		Methods:      p.methods(f),
 		Repositories: p.repositories(f, hosts),
 		AuditLog:     p.auditLog(f),
-		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, RedirectsFollow, RedirectsPass),
+		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, redirectsValues...),
 		Cache:        p.cache(f),
 	}
 	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
@@ -225,28 +228,10 @@ func (p *parser) sizeAt(f fields, name string, def int64) int64 {
 	return v
 }
 
-// sizeUnits are the units ParseSize accepts.
-var sizeUnits = map[string]int64{
-	"": 1, "B": 1,
-	"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
-	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
-}
-
-// ParseSize parses a size such as "50GiB", "500MB" or "1048576".
+// ParseSize parses a size such as "50GiB", "500MB" or "1048576" with
+// size.Parse, the one size grammar (and the schema's); ok is false for a
+// malformed size or one below 1 byte.
 func ParseSize(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
-	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	if i < 0 {
-		i = len(s)
-	}
-	num, unit := s[:i], strings.TrimSpace(s[i:])
-	mult, ok := sizeUnits[unit]
-	if !ok || num == "" {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v > (1<<63-1)/mult {
-		return 0, false
-	}
-	return v * mult, true
+	v, err := size.Parse(s)
+	return v, err == nil
 }

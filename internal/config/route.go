@@ -70,10 +70,10 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	refs.name = item{key: f.key("name"), node: f.get("name")}
 	r.SNI, refs.sni = p.patterns(f, "sni", `["registry.example.com", "*.registry.example.com"]`)
 	p.require(f, "sni", len(r.SNI) > 0, `one or more names such as ["registry.example.com"]`)
-	r.Mode = p.enumAt(f, "mode", "", ModeBridge, ModeSplice)
+	r.Mode = p.enumAt(f, "mode", "", modeValues...)
 	p.require(f, "mode", r.Mode != "", "bridge or splice")
 	r.Upstreams = p.upstreams(f)
-	r.Balance = p.enumAt(f, "balance", DefaultBalance, BalanceRoundRobin, BalanceLeastConn)
+	r.Balance = p.enumAt(f, "balance", DefaultBalance, balanceValues...)
 	r.ProxyProtocol = p.proxyProtocol(f, r.Mode)
 	r.Health = p.health(f, r.Mode)
 	r.Serve = p.serve(f, r.Mode)
@@ -156,7 +156,7 @@ func (p *parser) upstreams(f fields) []string {
 // proxyProtocol returns the route's proxy_protocol, which only splice
 // routes may set ("" is accepted everywhere).
 func (p *parser) proxyProtocol(f fields, mode string) string {
-	v := p.enumAt(f, "proxy_protocol", "", "", ProxyProtocolV1, ProxyProtocolV2)
+	v := p.enumAt(f, "proxy_protocol", "", proxyProtocolValues...)
 	if v != "" && mode == ModeBridge {
 		p.errorf(f.keyLine("proxy_protocol"), f.key("proxy_protocol"),
 			"only allowed in splice mode (this route is mode: bridge); remove it or use mode: splice")

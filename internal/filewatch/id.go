@@ -22,10 +22,19 @@ func Stat(path string) ID {
 	if err != nil {
 		return ID{}
 	}
+	return IDOf(fi)
+}
+
+// IDOf returns the ID of the file fi describes, as from (*os.File).Stat
+// on a file already open.
+func IDOf(fi os.FileInfo) ID {
 	id := ID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	sysID(fi, &id)
 	return id
 }
+
+// Size is the file's size in bytes when the ID was taken.
+func (id ID) Size() int64 { return id.size }
 
 // Missing reports whether the file could not be stat'ed.
 func (id ID) Missing() bool { return id == ID{} }

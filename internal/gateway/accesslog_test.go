@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // connect opens and closes one tunnel through the gateway for sni.
@@ -44,8 +45,8 @@ func TestAccessLogFile(t *testing.T) {
 	w.start()
 
 	w.connect("a.test")
-	waitFor(t, "a connection line in the access log", func() bool { return countLines(access, "msg=connection") == 1 })
-	if w.logs.contains("msg=connection") {
+	testkit.Poll(t, "a connection line in the access log", func() bool { return countLines(access, "msg=connection") == 1 })
+	if w.logs.Contains("msg=connection") {
 		t.Errorf("connection line in the process log too:\n%s", w.logs)
 	}
 
@@ -60,7 +61,7 @@ func TestAccessLogFile(t *testing.T) {
 	}
 	<-w.reloaded
 	w.connect("a.test")
-	waitFor(t, "a connection line in the new access log", func() bool { return countLines(access, "msg=connection") == 1 })
+	testkit.Poll(t, "a connection line in the new access log", func() bool { return countLines(access, "msg=connection") == 1 })
 	if n := countLines(access+".1", "msg=connection"); n != 1 {
 		t.Errorf("rotated file has %d connection lines, want 1 (written before the rotation)", n)
 	}
@@ -72,7 +73,7 @@ func TestAccessLogFile(t *testing.T) {
 	}
 	<-w.reloaded
 	w.connect("a.test")
-	waitFor(t, "a connection line in the file the reload named", func() bool { return countLines(other, "msg=connection") == 1 })
+	testkit.Poll(t, "a connection line in the file the reload named", func() bool { return countLines(other, "msg=connection") == 1 })
 }
 
 // TestAccessLogCannotOpen: a log.access file the gateway cannot open

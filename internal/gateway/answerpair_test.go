@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testnet"
 	"github.com/snigate/snigate/sni"
 )
@@ -60,7 +61,7 @@ func gatewayPair(t *testing.T) (one, two *world) {
 	}
 	one, two = start("127.0.0.1"), start("127.0.0.2")
 	for _, w := range []*world{one, two} {
-		waitFor(t, "both gateways answered", func() bool {
+		testkit.Poll(t, "both gateways answered", func() bool {
 			return slices.Equal(answerA(t, w.addrs.DNS.String(), "registry.test."), []string{"127.0.0.1", "127.0.0.2"})
 		})
 	}
@@ -106,7 +107,7 @@ func holdOn(t *testing.T, ip [4]byte, port string) bool {
 // address is now its TLS listener's (127.0.0.2): it answers the other.
 func TestDrainingGatewayAnswersTheOtherOnOneHost(t *testing.T) {
 	one, two := gatewayPair(t)
-	if !two.logs.contains(`own=[127.0.0.2]`) {
+	if !two.logs.Contains(`own=[127.0.0.2]`) {
 		t.Errorf("the gateway on 127.0.0.2 does not log 127.0.0.2 alone as its own answer address")
 	}
 	resp, err := http.Post("http://"+two.addrs.Admin.String()+"/api/ready", "application/json", strings.NewReader(`{"ready":false}`))
@@ -118,7 +119,7 @@ func TestDrainingGatewayAnswersTheOtherOnOneHost(t *testing.T) {
 	if got := answerA(t, two.addrs.DNS.String(), "registry.test."); !slices.Equal(got, []string{"127.0.0.1"}) {
 		t.Errorf("the draining gateway answers %v, want only the other gateway, [127.0.0.1]", got)
 	}
-	if two.logs.contains(`left out of the answers while draining" address=127.0.0.1`) {
+	if two.logs.Contains(`left out of the answers while draining" address=127.0.0.1`) {
 		t.Errorf("the draining gateway left out the other gateway's address")
 	}
 	if got := answerA(t, one.addrs.DNS.String(), "registry.test."); !slices.Equal(got, []string{"127.0.0.1", "127.0.0.2"}) {
@@ -135,7 +136,7 @@ func TestAnswerChecksAreNotClientErrors(t *testing.T) {
 	one, two := gatewayPair(t)
 	for _, w := range []*world{one, two} {
 		// Each gateway checks both addresses: its own and the other's.
-		waitFor(t, "answer checks counted", func() bool {
+		testkit.Poll(t, "answer checks counted", func() bool {
 			return connections(t, w, "answer_check")+connections(t, w, "client_error") >= 4
 		})
 		if n := connections(t, w, "client_error"); n != 0 {
@@ -157,7 +158,7 @@ func TestAnswerChecksAreNotClientErrors(t *testing.T) {
 		c.Close()
 		t.Fatal("a client that does not trust the world's CA completed its handshake")
 	}
-	waitFor(t, "the node's failure counted", func() bool { return connections(t, one, "client_error") == 1 })
+	testkit.Poll(t, "the node's failure counted", func() bool { return connections(t, one, "client_error") == 1 })
 }
 
 // connections is snigate_connections_total{route="registry",result} of w

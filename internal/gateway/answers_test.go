@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testnet"
 )
 
@@ -47,10 +48,10 @@ func TestAnswerCheckInTheGateway(t *testing.T) {
 	_, port, _ := net.SplitHostPort(listen)
 	w.writeConfig(fmt.Sprintf(answersConfig, listen, port, spliceRoute("a", "a.test", a.addr())))
 	w.start()
-	waitFor(t, "127.0.0.2 to be found down", func() bool {
-		return w.logs.contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
+	testkit.Poll(t, "127.0.0.2 to be found down", func() bool {
+		return w.logs.Contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
 	})
-	if !w.logs.contains(`own=[127.0.0.1]`) || w.logs.contains("none of dns.answer is this gateway's own") {
+	if !w.logs.Contains(`own=[127.0.0.1]`) || w.logs.Contains("none of dns.answer is this gateway's own") {
 		t.Errorf("the start log does not name 127.0.0.1 as the gateway's own answer address")
 	}
 	if got := answerA(t, w.addrs.DNS.String(), "a.test."); !slices.Equal(got, []string{"127.0.0.1"}) {
@@ -68,8 +69,8 @@ func TestAnswerCheckInTheGateway(t *testing.T) {
 	}
 	echoRoundTrip(t, tunnel, "before")
 	w.cancel() // as SIGTERM does
-	waitFor(t, "the own address to be left out", func() bool {
-		return w.logs.contains(`msg="dns: own answer address left out of the answers while draining" address=127.0.0.1`)
+	testkit.Poll(t, "the own address to be left out", func() bool {
+		return w.logs.Contains(`msg="dns: own answer address left out of the answers while draining" address=127.0.0.1`)
 	})
 	// The only other address is down: it is all there is to answer.
 	if got := answerA(t, w.addrs.DNS.String(), "a.test."); !slices.Equal(got, []string{"127.0.0.2"}) {
@@ -194,8 +195,8 @@ func TestAnswerCheckAcrossReload(t *testing.T) {
 	}
 	w.writeConfig(cfg("30s"))
 	w.start()
-	waitFor(t, "127.0.0.2 to be found down", func() bool {
-		return w.logs.contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
+	testkit.Poll(t, "127.0.0.2 to be found down", func() bool {
+		return w.logs.Contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
 	})
 	w.writeConfig(cfg("20s"))
 	if err := w.g.Reload(t.Context(), "test"); err != nil {
@@ -267,8 +268,8 @@ func TestReadySwitchLeavesOwnAnswersOut(t *testing.T) {
 	_, port, _ := net.SplitHostPort(listen)
 	w.writeConfig(fmt.Sprintf(answersConfig, listen, port, spliceRoute("a", "a.test", a.addr())))
 	w.start()
-	waitFor(t, "127.0.0.2 to be found down", func() bool {
-		return w.logs.contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
+	testkit.Poll(t, "127.0.0.2 to be found down", func() bool {
+		return w.logs.Contains(`msg="dns: answer address down, left out of the answers" address=127.0.0.2`)
 	})
 	dnsAddr := w.addrs.DNS.String()
 	if got := answerA(t, dnsAddr, "a.test."); !slices.Equal(got, []string{"127.0.0.1"}) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testnet"
 	"github.com/snigate/snigate/upstream"
 )
@@ -159,23 +160,7 @@ routes:
 	if err := Probe(t.Context(), built, &out); !errors.Is(err, ErrProbeFailed) {
 		t.Fatalf("Probe = %v, want ErrProbeFailed (every upstream is down)\n%s", err, &out)
 	}
-	if got := counterValue(t, built.g.registry, "snigate_http_upstream_retries_total"); got != 1 {
+	if got, _ := testkit.Gathered(t, built.g.registry, "snigate_http_upstream_retries_total", nil); got != 1 {
 		t.Errorf("snigate_http_upstream_retries_total %v in the build's registry, want 1\n%s", got, &out)
 	}
-}
-
-// counterValue is the sum of name's series in reg.
-func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	must(t, err)
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
 }

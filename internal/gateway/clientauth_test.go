@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 const nodeIdentityConfig = `listen:
@@ -79,7 +80,7 @@ func TestNodeIdentityFollowsFilesAndReloads(t *testing.T) {
 	revoking, err := nodes.CRL(2, node.Cert)
 	must(t, err)
 	secret.swap(map[string][]byte{"ca.crt": nodes.PEM, "nodes.crl": revoking})
-	waitFor(t, `"CRL reloaded"`, func() bool { return w.logs.contains(`msg="CRL reloaded" route=registry role=client_crl`) })
+	testkit.Poll(t, `"CRL reloaded"`, func() bool { return w.logs.Contains(`msg="CRL reloaded" route=registry role=client_crl`) })
 	if err := w.nodeEcho(&node.Pair); err == nil || !strings.Contains(err.Error(), "bad certificate") {
 		t.Fatalf("revoked node: %v; want alert bad_certificate", err)
 	}
@@ -87,7 +88,7 @@ func TestNodeIdentityFollowsFilesAndReloads(t *testing.T) {
 	// (it counts once its side of the handshake has returned): wait for
 	// the count, then read the others.
 	var metrics string
-	waitFor(t, "the revoked refusal counted", func() bool {
+	testkit.Poll(t, "the revoked refusal counted", func() bool {
 		_, metrics = w.adminGet("/metrics")
 		return strings.Contains(metrics, `snigate_client_auth_failures_total{reason="revoked",route="registry"} 1`)
 	})

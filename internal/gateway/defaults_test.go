@@ -2,54 +2,100 @@ package gateway
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
 
+// counterpart is what the packages say about one config.Keys() row: the
+// defaults of the packages that use the value (for their zero Config
+// field), the package constants the gateway casts the values to, or why
+// no package has the default (the gateway uses the value itself, or the
+// package's field has no default).
+type counterpart struct {
+	pkg        []any    // each must equal the config default
+	values     []string // the packages' spelling of each allowed value, in the table's order
+	configOnly string   // why there is no package default
+}
+
+// counterparts holds every config.Keys() row to its package: a row
+// without an entry here fails TestConfigDefaultsMatchPackages.
+var counterparts = map[string]counterpart{
+	"timeouts.client_hello":         {pkg: []any{sni.DefaultClientHelloTimeout}},
+	"timeouts.connect":              {pkg: []any{sni.DefaultConnectTimeout, httpbridge.DefaultConnectTimeout}},
+	"timeouts.idle":                 {pkg: []any{sni.DefaultIdleTimeout}},
+	"timeouts.first_request":        {pkg: []any{sni.DefaultFirstRequestTimeout}},
+	"timeouts.drain":                {configOnly: "the gateway's own drain; no package drains"},
+	"max_connections":               {pkg: []any{sni.DefaultMaxConnections}},
+	"max_connections_per_client":    {pkg: []any{sni.DefaultMaxConnectionsPerClient}},
+	"max_handshakes":                {pkg: []any{sni.DefaultMaxHandshakes}},
+	"log.access":                    {configOnly: "the gateway opens the access log"},
+	"dns.ttl":                       {pkg: []any{dnsresponder.DefaultTTL}},
+	"dns.forward[] port":            {configOnly: "dnsresponder takes forwarders with their port"},
+	"dns.answer_check port":         {configOnly: "dnsresponder takes the checked address with its port"},
+	"dns.answer_check.interval":     {pkg: []any{dnsresponder.DefaultAnswerCheckInterval}},
+	"dns.answer_check.timeout":      {pkg: []any{dnsresponder.DefaultAnswerCheckTimeout}},
+	"dns.answer_check.fall":         {pkg: []any{dnsresponder.DefaultAnswerCheckFall}},
+	"dns.answer_check.rise":         {pkg: []any{dnsresponder.DefaultAnswerCheckRise}},
+	"routes[].mode":                 {values: []string{string(sni.ModeBridge), string(sni.ModeSplice)}},
+	"routes[].balance":              {pkg: []any{string(upstream.DefaultBalance)}, values: []string{string(upstream.RoundRobin), string(upstream.LeastConn)}},
+	"routes[].proxy_protocol":       {values: []string{sni.ProxyProtocolNone, sni.ProxyProtocolV1, sni.ProxyProtocolV2}},
+	"routes[].max_dials":            {pkg: []any{sni.DefaultMaxDials}},
+	"routes[].max_dials_per_client": {pkg: []any{sni.DefaultMaxDialsPerClient}},
+	"routes[].dial_rate_per_client": {pkg: []any{sni.DefaultDialRatePerClient}},
+	"routes[].health.check":         {values: []string{string(upstream.CheckTCP), string(upstream.CheckTLS), string(upstream.CheckHTTP)}},
+	"routes[].health.path":          {pkg: []any{upstream.DefaultPath}},
+	"routes[].health.expect_status": {pkg: []any{upstream.DefaultExpectStatus()}},
+	"routes[].health.interval":      {pkg: []any{upstream.DefaultInterval}},
+	"routes[].health.timeout":       {pkg: []any{upstream.DefaultTimeout}},
+	"routes[].health.fall":          {pkg: []any{upstream.DefaultFall}},
+	"routes[].health.rise":          {pkg: []any{upstream.DefaultRise}},
+	"routes[].http.forwarded":       {configOnly: "httpbridge.Config.Forwarded is a plain bool (false: not set)"},
+	"routes[].http.methods":         {pkg: []any{oci.DefaultMethods()}},
+	"routes[].http.redirects":       {pkg: []any{httpbridge.DefaultRedirects}, values: []string{httpbridge.RedirectsFollow, httpbridge.RedirectsPass}},
+	"routes[].http.cache.max_size":  {configOnly: "regcache.Config.MaxSize is required"},
+}
+
 // TestConfigDefaultsMatchPackages: each default the configuration fills
-// in is also the default of the package that uses the value (for its
-// zero Config field). internal/config imports no snigate package, so the
-// two are written apart; before this test nothing tied them, and changing
-// one side would have made `snigate check` print a default that a
-// library user of the package does not get.
+// in (config.Keys) is also the default of the package that uses the
+// value (for its zero Config field). The two are written apart; before
+// this test nothing tied them, and changing one side would have made
+// `snigate check` print a default that a library user of the package does
+// not get. A key in the table without a counterpart here fails.
 func TestConfigDefaultsMatchPackages(t *testing.T) {
-	tests := []struct {
-		name        string
-		config, pkg any
-	}{
-		{"timeouts.client_hello", config.DefaultClientHelloTimeout, sni.DefaultClientHelloTimeout},
-		{"timeouts.connect", config.DefaultConnectTimeout, sni.DefaultConnectTimeout},
-		{"timeouts.idle", config.DefaultIdleTimeout, sni.DefaultIdleTimeout},
-		{"timeouts.first_request", config.DefaultFirstRequest, sni.DefaultFirstRequestTimeout},
-		{"routes[].max_dials", config.DefaultMaxDials, sni.DefaultMaxDials},
-		{"routes[].max_dials_per_client", config.DefaultMaxDialsPerClient, sni.DefaultMaxDialsPerClient},
-		{"routes[].dial_rate_per_client", config.DefaultDialRatePerClient, sni.DefaultDialRatePerClient},
-		{"max_connections", config.DefaultMaxConnections, sni.DefaultMaxConnections},
-		{"dns.ttl", config.DefaultDNSTTL, dnsresponder.DefaultTTL},
-		{"routes[].balance", config.DefaultBalance, string(upstream.DefaultBalance)},
-		{"routes[].health.path", config.DefaultHealthPath, upstream.DefaultPath},
-		{"routes[].health.expect_status", config.DefaultExpectStatus(), upstream.DefaultExpectStatus()},
-		{"routes[].health.interval", config.DefaultHealthInterval, upstream.DefaultInterval},
-		{"routes[].health.timeout", config.DefaultHealthTimeout, upstream.DefaultTimeout},
-		{"routes[].health.fall", config.DefaultHealthFall, upstream.DefaultFall},
-		{"routes[].health.rise", config.DefaultHealthRise, upstream.DefaultRise},
-		{"listen.admin unix prefix", config.AdminUnixPrefix, admin.UnixPrefix},
-		{"dns.answer_check.interval", config.DefaultAnswerCheckInterval, dnsresponder.DefaultAnswerCheckInterval},
-		{"dns.answer_check.timeout", config.DefaultAnswerCheckTimeout, dnsresponder.DefaultAnswerCheckTimeout},
-		{"dns.answer_check.fall", config.DefaultAnswerCheckFall, dnsresponder.DefaultAnswerCheckFall},
-		{"dns.answer_check.rise", config.DefaultAnswerCheckRise, dnsresponder.DefaultAnswerCheckRise},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if !reflect.DeepEqual(tt.config, tt.pkg) {
-				t.Errorf("config default %v (%T), package default %v (%T): give them one value", tt.config, tt.config, tt.pkg, tt.pkg)
+	for _, k := range config.Keys() {
+		t.Run(k.Path, func(t *testing.T) {
+			c, ok := counterparts[k.Path]
+			switch {
+			case !ok:
+				t.Fatalf("config key %s has no package counterpart in counterparts: name the package default (or why there is none)", k.Path)
+			case k.Default == nil || c.configOnly != "":
+				return
+			case len(c.pkg) == 0:
+				t.Fatalf("config key %s has default %v but its counterpart names no package default", k.Path, k.Default)
+			}
+			for _, pkg := range c.pkg {
+				if !reflect.DeepEqual(k.Default, pkg) {
+					t.Errorf("config default %v (%T), package default %v (%T): give them one value", k.Default, k.Default, pkg, pkg)
+				}
 			}
 		})
+	}
+	rows := map[string]bool{}
+	for _, k := range config.Keys() {
+		rows[k.Path] = true
+	}
+	for path := range counterparts {
+		if !rows[path] {
+			t.Errorf("counterpart %s names no config.Keys() row", path)
+		}
 	}
 }
 
@@ -59,26 +105,22 @@ func TestConfigDefaultsMatchPackages(t *testing.T) {
 // upstream.CheckKind(h.Check)); a value spelt differently on one side
 // would reach the package as an unknown value.
 func TestConfigEnumsMatchPackages(t *testing.T) {
-	tests := []struct {
-		name        string
-		config, pkg string
-	}{
-		{"mode bridge", config.ModeBridge, string(sni.ModeBridge)},
-		{"mode splice", config.ModeSplice, string(sni.ModeSplice)},
-		{"balance roundrobin", config.BalanceRoundRobin, string(upstream.RoundRobin)},
-		{"balance leastconn", config.BalanceLeastConn, string(upstream.LeastConn)},
-		{"health.check tcp", config.CheckTCP, string(upstream.CheckTCP)},
-		{"health.check tls", config.CheckTLS, string(upstream.CheckTLS)},
-		{"health.check http", config.CheckHTTP, string(upstream.CheckHTTP)},
-		{"proxy_protocol none", "", sni.ProxyProtocolNone},
-		{"proxy_protocol v1", config.ProxyProtocolV1, sni.ProxyProtocolV1},
-		{"proxy_protocol v2", config.ProxyProtocolV2, sni.ProxyProtocolV2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.config != tt.pkg {
-				t.Errorf("config value %q, package value %q: give them one spelling", tt.config, tt.pkg)
+	for _, k := range config.Keys() {
+		if k.Values == nil {
+			continue
+		}
+		t.Run(k.Path, func(t *testing.T) {
+			if pkg := counterparts[k.Path].values; !slices.Equal(k.Values, pkg) {
+				t.Errorf("config values %q, package values %q: give them one spelling", k.Values, pkg)
 			}
 		})
+	}
+}
+
+// TestConfigSpellingsMatchPackages: prefixes the configuration and a
+// package both parse.
+func TestConfigSpellingsMatchPackages(t *testing.T) {
+	if config.AdminUnixPrefix != admin.UnixPrefix {
+		t.Errorf("config value %q, package value %q: give them one spelling", config.AdminUnixPrefix, admin.UnixPrefix)
 	}
 }

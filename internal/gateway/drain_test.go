@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/testkit"
 	"os"
 	"testing"
 	"time"
@@ -26,8 +27,8 @@ func TestDrainLetsTransfersFinish(t *testing.T) {
 	echoRoundTrip(t, tunnel, "before")
 
 	w.cancel() // as SIGTERM does
-	waitFor(t, "/readyz to report 503", func() bool { code, _ := w.adminGet("/readyz"); return code == 503 })
-	waitFor(t, "the TLS listener to close", func() bool {
+	testkit.Poll(t, "/readyz to report 503", func() bool { code, _ := w.adminGet("/readyz"); return code == 503 })
+	testkit.Poll(t, "the TLS listener to close", func() bool {
 		c, err := w.dialTLS("a.test")
 		if err == nil {
 			c.Close()

@@ -36,7 +36,7 @@ routes:
     upstreams: ["127.0.0.1:9"]
 `, lim.Cur))
 	w.start()
-	if !w.logs.contains(`msg="file descriptor limit too low"`) {
+	if !w.logs.Contains(`msg="file descriptor limit too low"`) {
 		t.Errorf("no warning for max_connections %d with a limit of %d:\n%s", lim.Cur, lim.Cur, w.logs)
 	}
 }

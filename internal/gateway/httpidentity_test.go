@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/snigate/snigate/internal/testkit"
 	"io"
 	"log"
 	"net"
@@ -72,9 +73,9 @@ func TestHTTPRouteRotatedEdgeCertificateReachesTheRegistry(t *testing.T) {
 		t.Fatalf("serial changed from %s to %s without a rotation", first, again)
 	}
 	edge.swap(w.clientPair(t, "edge-2"))
-	waitFor(t, `"certificate reloaded" for the client certificate`, func() bool {
+	testkit.Poll(t, `"certificate reloaded" for the client certificate`, func() bool {
 		get() // requests during the swap succeed, under either identity
-		return w.logs.contains(`msg="certificate reloaded" route=registry role=client`)
+		return w.logs.Contains(`msg="certificate reloaded" route=registry role=client`)
 	})
 	rotated := get()
 	if rotated == first {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -72,7 +73,7 @@ func TestMetricsContract(t *testing.T) {
 	}
 	// The finished connection is counted when its tunnel is torn down.
 	var text string
-	waitFor(t, "the connection to be counted", func() bool {
+	testkit.Poll(t, "the connection to be counted", func() bool {
 		_, text = w.adminGet("/metrics")
 		return strings.Contains(text, `snigate_connections_total{`)
 	})

@@ -66,7 +66,7 @@ func TestReloadMovesTLSListener(t *testing.T) {
 		t.Errorf("dial the removed address %s: %v, want connection refused", oldAddr, err)
 	}
 	echoRoundTrip(t, open, "the tunnel of the old listener goes on")
-	if w.logs.contains("applies only after a restart") || !w.logs.contains("listener opened by the reload") {
+	if w.logs.Contains("applies only after a restart") || !w.logs.Contains("listener opened by the reload") {
 		t.Errorf("want the listener change logged as applied:\n%s", w.logs)
 	}
 }

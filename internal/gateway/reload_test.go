@@ -75,7 +75,7 @@ func TestReloadRejectsInvalidFile(t *testing.T) {
 		t.Fatal("Reload accepted an invalid file")
 	}
 	<-w.reloaded
-	if !w.logs.contains("configuration reload rejected") || !w.logs.contains("routes[0].mode") {
+	if !w.logs.Contains("configuration reload rejected") || !w.logs.Contains("routes[0].mode") {
 		t.Errorf("no log line naming the error:\n%s", w.logs)
 	}
 	c, err := w.dialTLS("a.test")
@@ -125,7 +125,7 @@ func TestSIGHUPAndFileChangeReload(t *testing.T) {
 		}
 		c.Close()
 	}
-	if !w.logs.contains("configuration file changed") {
+	if !w.logs.Contains("configuration file changed") {
 		t.Errorf("no reload logged for the file change:\n%s", w.logs)
 	}
 }
@@ -165,7 +165,7 @@ func TestReloadAppliesAllowList(t *testing.T) {
 	}
 	echoRoundTrip(t, c, "allowed now")
 	c.Close()
-	if w.logs.contains("applies only after a restart") {
+	if w.logs.Contains("applies only after a restart") {
 		t.Errorf("listen.allow reported as needing a restart:\n%s", w.logs)
 	}
 }

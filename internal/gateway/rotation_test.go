@@ -22,6 +22,7 @@ import (
 
 	"github.com/snigate/snigate/internal/memregistry"
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // k8sSecretDir lays out files the way a Kubernetes Secret volume does:
@@ -128,8 +129,8 @@ func TestReloadAndRotationUnderLoad(t *testing.T) {
 	oldSerial := w.servedSerial(t)
 	serve.swap(pem("registry.test", "registry.test"))
 	edge.swap(pem("edge.test"))
-	waitFor(t, "the rotated serving certificate", func() bool { return w.servedSerial(t).Cmp(oldSerial) != 0 })
-	waitFor(t, "the rotated client certificate", func() bool {
+	testkit.Poll(t, "the rotated serving certificate", func() bool { return w.servedSerial(t).Cmp(oldSerial) != 0 })
+	testkit.Poll(t, "the rotated client certificate", func() bool {
 		_, m := w.adminGet("/metrics")
 		return strings.Contains(m, `snigate_certificate_reloads_total{role="client",route="registry"} 1`)
 	})

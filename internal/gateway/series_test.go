@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/internal/buildinfo"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // fullConfig exercises every package's series: a TLS and a CONNECT
@@ -54,7 +55,7 @@ func newFullWorld(t *testing.T) (*world, *echoServer) {
 func (w *world) scrape() string {
 	w.t.Helper()
 	var text string
-	waitFor(w.t, "the upstream series", func() bool {
+	testkit.Poll(w.t, "the upstream series", func() bool {
 		_, text = w.adminGet("/metrics")
 		checked := w.g.gen.Load().answers == nil || strings.Contains(text, "\nsnigate_dns_answer_up{")
 		return strings.Contains(text, "\nsnigate_upstream_checks_total{") && checked

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/testkit"
 	"io"
 	"os"
 	"strings"
@@ -83,7 +84,7 @@ func (sw *stopWorld) signal(sig os.Signal) {
 // waitLog waits for the n-th log line containing sub.
 func (sw *stopWorld) waitLog(sub string, n int) {
 	sw.t.Helper()
-	waitFor(sw.t, fmt.Sprintf("%d log lines with %q", n, sub), func() bool {
+	testkit.Poll(sw.t, fmt.Sprintf("%d log lines with %q", n, sub), func() bool {
 		return strings.Count(sw.logs.String(), sub) >= n
 	})
 }
@@ -156,7 +157,7 @@ func TestStopSignals(t *testing.T) {
 			sw.signal(tt.second)
 			if tt.wantForce {
 				sw.wantCut()
-				if !sw.logs.contains(tt.wantLog) {
+				if !sw.logs.Contains(tt.wantLog) {
 					t.Errorf("log has no line with %q", tt.wantLog)
 				}
 				return

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/internal/handover"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // envUpgradeChild makes this test binary, started by an upgrade, run a
@@ -114,8 +115,8 @@ func TestFailedUpgradeKeepsServing(t *testing.T) {
 			if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the failed upgrade's log line", func() bool {
-				return w.logs.contains(`msg="upgrade failed; this process keeps serving"`)
+			testkit.Poll(t, "the failed upgrade's log line", func() bool {
+				return w.logs.Contains(`msg="upgrade failed; this process keeps serving"`)
 			})
 			wantListenersNonblocking(t, w)
 			w.wantServes()
@@ -244,7 +245,7 @@ func (w *world) wantSlowConnectHeadClosed() {
 	if w.upgraded {
 		return
 	}
-	waitFor(t, "the CONNECT timeout's log line", func() bool {
+	testkit.Poll(t, "the CONNECT timeout's log line", func() bool {
 		return strings.Count(w.logs.String(), "result=timeout") > timeouts
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // handshake is what an identityServer saw of one connection's handshake.
@@ -115,9 +116,9 @@ func TestRotatedEdgeCertificateReachesTheRegistryAtOnce(t *testing.T) {
 	}
 
 	edge.swap(w.clientPair(t, "edge-2"))
-	waitFor(t, `"certificate reloaded" for the client certificate`, func() bool {
+	testkit.Poll(t, `"certificate reloaded" for the client certificate`, func() bool {
 		w.bridgeOnce(t, up) // connections during the swap succeed, under either identity
-		return w.logs.contains(`msg="certificate reloaded" route=registry role=client`)
+		return w.logs.Contains(`msg="certificate reloaded" route=registry role=client`)
 	})
 	rotated := w.bridgeOnce(t, up)
 	if rotated.serial == first.serial {
@@ -152,7 +153,7 @@ func TestRotatedUpstreamCAAppliesToResumedSessions(t *testing.T) {
 	other, err := pki.NewAuthority("another CA")
 	must(t, err)
 	trust.swap(map[string][]byte{"ca.crt": other.PEM})
-	waitFor(t, `"CA bundle reloaded"`, func() bool { return w.logs.contains(`msg="CA bundle reloaded" route=registry role=upstream_ca`) })
+	testkit.Poll(t, `"CA bundle reloaded"`, func() bool { return w.logs.Contains(`msg="CA bundle reloaded" route=registry role=upstream_ca`) })
 	if c, err := w.dialTLS("registry.test"); err == nil {
 		_, err = io.WriteString(c, "x")
 		if err == nil {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/snigate/snigate/internal/handover"
 	"github.com/snigate/snigate/internal/pki"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -36,7 +35,7 @@ type world struct {
 	dir  string
 	ca   *pki.Authority // signs every certificate in the world
 	file string
-	logs *syncBuffer
+	logs *testkit.LogSink
 
 	g        *Gateway
 	addrs    Addrs
@@ -52,7 +51,7 @@ type world struct {
 // vars) and starts a gateway on it.
 func newWorld(t *testing.T, cfg string) *world {
 	t.Helper()
-	w := &world{t: t, dir: t.TempDir(), logs: &syncBuffer{}, reloaded: make(chan error, 4)}
+	w := &world{t: t, dir: t.TempDir(), logs: testkit.NewLogSink(), reloaded: make(chan error, 4)}
 	ca, err := pki.NewAuthority("gateway test CA")
 	if err != nil {
 		t.Fatal(err)
@@ -242,37 +241,4 @@ func (w *world) leaf(names ...string) tls.Certificate {
 		w.t.Fatal(err)
 	}
 	return c
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) contains(sub string) bool { return strings.Contains(s.String(), sub) }
-
-// waitFor polls cond, for observable state that has no hook (the admin
-// API's answers), at most 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

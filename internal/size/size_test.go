@@ -1,8 +1,9 @@
-package regcache
+package size
 
 import "testing"
 
-func TestParseSize(t *testing.T) {
+// TestParseDecimal moved from regcache (TestParseSize), assertions kept.
+func TestParseDecimal(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
@@ -36,21 +37,22 @@ func TestParseSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseSize(tt.in)
+			got, err := ParseDecimal(tt.in)
 			if tt.err {
 				if err == nil {
-					t.Fatalf("ParseSize(%q) = %d, want an error", tt.in, got)
+					t.Fatalf("ParseDecimal(%q) = %d, want an error", tt.in, got)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("ParseSize(%q) = %d, %v, want %d", tt.in, got, err, tt.want)
+				t.Fatalf("ParseDecimal(%q) = %d, %v, want %d", tt.in, got, err, tt.want)
 			}
 		})
 	}
 }
 
-func TestFormatSize(t *testing.T) {
+// TestFormat moved from regcache (TestFormatSize), assertions kept.
+func TestFormat(t *testing.T) {
 	tests := []struct {
 		name string
 		in   int64
@@ -65,14 +67,14 @@ func TestFormatSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := FormatSize(tt.in)
+			got := Format(tt.in)
 			if got != tt.want {
-				t.Fatalf("FormatSize(%d) = %q, want %q", tt.in, got, tt.want)
+				t.Fatalf("Format(%d) = %q, want %q", tt.in, got, tt.want)
 			}
 			if tt.in > 0 {
-				back, err := ParseSize(got)
+				back, err := ParseDecimal(got)
 				if err != nil || back != tt.in {
-					t.Fatalf("ParseSize(FormatSize(%d)) = %d, %v", tt.in, back, err)
+					t.Fatalf("ParseDecimal(Format(%d)) = %d, %v", tt.in, back, err)
 				}
 			}
 		})
