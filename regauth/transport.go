@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/snigate/snigate/internal/ratelog"
 )
 
 // Config configures a Transport. Host is required; every other zero value
@@ -67,7 +69,7 @@ type Transport struct {
 	src    Source
 	tokens *tokenCache
 	known  atomic.Pointer[Challenge] // the last challenge answered
-	warn   warnLimiter
+	warn   ratelog.Limiter
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -237,10 +239,10 @@ func (t *Transport) failed(err error) error {
 	case errors.Is(err, context.Canceled):
 		// the node left while its token was being fetched: not worth a line
 	case errors.As(err, &re):
-		t.warn.log(t.cfg.Logger, slog.LevelWarn, "refused", "registry refused the gateway's credentials",
+		t.warn.Log(t.cfg.Logger, slog.LevelWarn, "refused", "registry refused the gateway's credentials",
 			"route", t.cfg.Route, "upstream", t.cfg.Host, "by", re.By, "status", re.Status)
 	default:
-		t.warn.log(t.cfg.Logger, slog.LevelWarn, "token", "no token for the registry",
+		t.warn.Log(t.cfg.Logger, slog.LevelWarn, "token", "no token for the registry",
 			"route", t.cfg.Route, "upstream", t.cfg.Host, "err", err)
 	}
 	return err
