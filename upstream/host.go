@@ -73,6 +73,12 @@ func (h *Host) Addr() string { return h.addr }
 // once has no further effect.
 func (h *Host) Acquire() (release func()) {
 	h.active.Add(1)
+	return h.releaser()
+}
+
+// releaser returns the func that uncounts one active connection to h,
+// once.
+func (h *Host) releaser() (release func()) {
 	var done atomic.Bool
 	return func() {
 		if done.CompareAndSwap(false, true) {
