@@ -38,13 +38,12 @@ var errWouldBlock = errors.New("would block")
 // loopLimits are the session's timeouts as the loop runs them.
 type loopLimits struct {
 	helloBy time.Time     // the whole ClientHello by then
-	connect time.Duration // timeouts.connect, every candidate included
 	idle    time.Duration // timeouts.idle; <= 0: none
 }
 
 func (k *loopLink) limits() loopLimits {
 	cfg := k.ss.cfg
-	return loopLimits{helloBy: k.ss.start.Add(cfg.ClientHelloTimeout), connect: cfg.ConnectTimeout, idle: cfg.IdleTimeout}
+	return loopLimits{helloBy: k.ss.start.Add(cfg.ClientHelloTimeout), idle: cfg.IdleTimeout}
 }
 
 // readHello reads what r holds of the ClientHello into the session's
