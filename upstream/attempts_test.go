@@ -1,9 +1,11 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/snigate/snigate/oci"
@@ -250,3 +252,32 @@ func TestAttemptsSuccessAllocatesNothing(t *testing.T) {
 type nopReporter struct{}
 
 func (*nopReporter) ReportDial(*Host, error) {}
+
+// TestAttemptsBlackHoleUsesItsShare: with the clock of a synctest bubble,
+// a candidate that never answers holds its attempt until its share of
+// timeouts.connect ends, not the whole budget, and the next candidate
+// still gets the rest.
+func TestAttemptsBlackHoleUsesItsShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hosts := testHosts("hole:1", "good:1")
+		start := time.Now()
+		a := NewAttempts(hosts, start, 5*time.Second, nil)
+		h, until, _ := a.Next(time.Now())
+		ctx, cancel := context.WithDeadline(t.Context(), until)
+		<-ctx.Done() // the black hole: nothing but the deadline ends it
+		cancel()
+		if took := time.Since(start); h.Addr() != "hole:1" || took != 2500*time.Millisecond {
+			t.Fatalf("attempt on %s ended after %v, want hole:1 after 2.5s", h.Addr(), took)
+		}
+		a.Failed(ctx.Err())
+		h, until, ok := a.Next(time.Now())
+		if !ok || h.Addr() != "good:1" || !until.Equal(start.Add(5*time.Second)) {
+			t.Fatalf("next: %v %v until %v, want good:1 until the budget's end", h, ok, until.Sub(start))
+		}
+		a.Succeeded()
+		a.Release()
+		if got := a.Tried(); got != 1 {
+			t.Errorf("Tried %d, want 1", got)
+		}
+	})
+}
