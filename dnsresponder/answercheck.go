@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	pool "github.com/snigate/snigate/upstream" // Hysteresis: the rise/fall rule of upstream health
 )
 
 // Defaults of AnswerCheckConfig, the same as config's for dns.answer_check.
@@ -79,9 +81,7 @@ type answerList struct{ addrs []netip.Addr }
 // answerHost is one answer address and what the checks found.
 type answerHost struct {
 	addr      netip.Addr
-	up        bool // starts up, as upstreams do (HAProxy's default)
-	successes int  // consecutive, while down
-	failures  int  // consecutive, while up
+	health    pool.Hysteresis // starts up, as upstreams do (HAProxy's default)
 	lastCheck time.Time
 	lastErr   string
 }
@@ -108,7 +108,7 @@ func NewAnswerCheck(cfg AnswerCheckConfig) (*AnswerCheck, error) {
 	}
 	c.probe = c.handshake
 	for _, a := range cfg.Answer {
-		c.hosts = append(c.hosts, &answerHost{addr: a.Unmap(), up: true})
+		c.hosts = append(c.hosts, &answerHost{addr: a.Unmap()})
 	}
 	c.mu.Lock()
 	c.publishLocked()
@@ -197,38 +197,18 @@ func (c *AnswerCheck) record(a netip.Addr, err error, at time.Time) {
 		return // removed by Adopt meanwhile
 	}
 	h.lastCheck, h.lastErr = at, errString(err)
-	if !h.apply(err == nil, c.cfg.Rise, c.cfg.Fall) {
+	changed, up := h.health.Observe(err == nil, c.cfg.Rise, c.cfg.Fall)
+	if !changed {
 		return
 	}
-	if h.up {
+	if up {
 		c.log.Info("dns: answer address up again, answered", "address", a.String())
 	} else {
 		c.log.Info("dns: answer address down, left out of the answers", "address", a.String(),
 			"port", c.cfg.Port, "err", h.lastErr)
 	}
-	c.cfg.Metrics.set(a, h.up)
+	c.cfg.Metrics.set(a, up)
 	c.publishLocked()
-}
-
-// apply counts one result and reports whether the host changed state.
-func (h *answerHost) apply(ok bool, rise, fall int) bool {
-	switch {
-	case ok && h.up, !ok && !h.up:
-		h.successes, h.failures = 0, 0
-		return false
-	case ok:
-		h.successes++
-		if h.successes < rise {
-			return false
-		}
-	default:
-		h.failures++
-		if h.failures < fall {
-			return false
-		}
-	}
-	h.up, h.successes, h.failures = !h.up, 0, 0
-	return true
 }
 
 func errString(err error) string {
@@ -263,7 +243,7 @@ func (c *AnswerCheck) publishLocked() {
 		}
 	}
 	for _, h := range c.hosts {
-		if h.up && slices.Contains(cand, h.addr) {
+		if h.health.Up() && slices.Contains(cand, h.addr) {
 			up = append(up, h.addr)
 		}
 	}
@@ -305,7 +285,7 @@ func (c *AnswerCheck) Status() []AnswerStatus {
 	for i, h := range c.hosts {
 		out[i] = AnswerStatus{
 			Address:   h.addr.String(),
-			Healthy:   h.up,
+			Healthy:   h.health.Up(),
 			Answered:  slices.Contains(cur, h.addr),
 			LeftOut:   c.leftOut[h.addr],
 			LastCheck: h.lastCheck,
@@ -358,6 +338,6 @@ func (c *AnswerCheck) publishMetrics() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range c.hosts {
-		c.cfg.Metrics.set(h.addr, h.up)
+		c.cfg.Metrics.set(h.addr, h.health.Up())
 	}
 }

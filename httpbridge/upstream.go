@@ -22,8 +22,8 @@ import (
 const upstreamStreamBuffer = 256 << 10
 
 // ErrNoUpstream: every upstream of the route is down, draining or in
-// maintenance; the node gets 503.
-var ErrNoUpstream = oci.ErrNoUpstream
+// maintenance; the node gets 503. It is upstream.ErrNoHealthy.
+var ErrNoUpstream = upstream.ErrNoHealthy
 
 // errConnectTimeout is the cause of an attempt that ran out of
 // ConnectTimeout.
@@ -115,48 +115,48 @@ type hostKey struct{}
 // RoundTrip sends req to the first candidate and, for a request that can
 // be sent again (GET or HEAD without a body), to the next ones while the
 // attempt fails before a response: nothing has reached the node yet.
+// Passive health is told by dialTLS, of each new connection, not here: a
+// request may fail on a connection that was fine when it was dialled.
 func (u *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
-	hosts := u.cfg.Upstreams.Candidates()
-	if len(hosts) == 0 {
-		return nil, fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", u.cfg.Route, ErrNoUpstream)
-	}
+	a := upstream.NewAttempts(u.cfg.Upstreams.Candidates(), time.Now(), 0, nil)
 	retry := canRetry(req)
-	var errs []error
-	for i, h := range hosts {
-		resp, err := u.try(req, h)
+	for {
+		h, _, ok := a.Next(time.Now())
+		if !ok {
+			break
+		}
+		resp, err := u.try(req, &a, h)
 		if err == nil {
 			return u.redirected(req, resp)
 		}
-		errs = append(errs, err)
-		if !retry || req.Context().Err() != nil || i == len(hosts)-1 {
+		a.Excused(err)
+		if !retry || req.Context().Err() != nil || a.Tried() == a.Len() {
 			break
 		}
 		u.cfg.Metrics.retry(u.cfg.Route)
 	}
-	return nil, fmt.Errorf("route %q: %d of %d upstreams tried, all failed: %w", u.cfg.Route, len(errs), len(hosts), errors.Join(errs...))
+	return nil, fmt.Errorf("route %q: %w", u.cfg.Route, a.Err())
 }
-
 // canRetry: an idempotent request without a body.
 func canRetry(req *http.Request) bool {
 	return (req.Method == http.MethodGet || req.Method == http.MethodHead) &&
 		(req.Body == nil || req.Body == http.NoBody)
 }
 
-// try sends req to h, counting it in h's active requests until the
-// response body is closed.
-func (u *upstreamClient) try(req *http.Request, h *upstream.Host) (*http.Response, error) {
+// try sends req to h, a's current candidate, whose active count a holds:
+// on a response, the count passes to its body and lasts until the body is
+// closed.
+func (u *upstreamClient) try(req *http.Request, a *upstream.Attempts, h *upstream.Host) (*http.Response, error) {
 	out := req.WithContext(context.WithValue(req.Context(), hostKey{}, h))
 	url := *req.URL
 	url.Scheme, url.Host = "https", h.Addr()
 	out.URL = &url
-	release := h.Acquire()
 	resp, err := u.transport().RoundTrip(out)
 	if err != nil {
-		release()
-		return nil, fmt.Errorf("upstream %s: %w", h.Addr(), err)
+		return nil, err
 	}
 	oci.AnnotationFrom(req.Context()).SetUpstream(h.Addr())
-	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: a.Keep()}
 	return resp, nil
 }
 

@@ -41,7 +41,9 @@ func WriteError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // ErrNoUpstream: every upstream of the route is down, draining or in
-// maintenance; the node gets 503.
+// maintenance; the node gets 503. It is declared here, in the leaf, and is
+// the pool's own sentinel (upstream.ErrNoHealthy is this value), so that
+// every producer and every caller's errors.Is agree on one error.
 var ErrNoUpstream = errors.New("no healthy upstream")
 
 // ErrRedirect marks a failure while following a registry's redirect to

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // newDialer returns the upstream dialer: no TCP keepalive (timeouts.idle
@@ -38,40 +40,61 @@ type upstreamDialer interface {
 
 // connect tries the route's candidates in order until dial succeeds, all
 // within ConnectTimeout, each attempt within its share of the time left
-// (attemptDeadline), and returns the connection with the release func of
+// (upstream.Attempts), and returns the connection with the release func of
 // the host's active count. Nothing has been sent to the client yet, so
-// each failure moves on to the next candidate. Each outcome is reported
-// to the pool (passive health).
+// each failure moves on to the next candidate.
 func (s *Server) connect(ctx context.Context, ss *session, dial upstreamDialer) (net.Conn, func(), error) {
-	hosts := ss.route.Pool.Candidates()
-	if len(hosts) == 0 {
-		return nil, nil, fmt.Errorf("route %q: %w (every upstream is down, draining or in maintenance)", ss.route.Name, ErrNoHealthyUpstream)
-	}
 	start := time.Now()
-	deadline := start.Add(ss.cfg.ConnectTimeout)
-	var errs []error
-	for i, h := range hosts {
-		release := h.Acquire()
-		c, err := dial.dialUpstream(ctx, attemptDeadline(time.Now(), deadline, len(hosts)-i), h.Addr())
-		reportDial(ctx, ss.route, h, err)
-		if err == nil {
-			ss.upstream = h.Addr()
-			if ss.rm != nil {
-				ss.rm.connect.Observe(time.Since(start).Seconds())
-			}
-			return c, release, nil
+	a := s.attempts(ss, ss.route.Pool.Candidates(), start)
+	for {
+		h, until, ok := a.Next(time.Now())
+		if !ok {
+			break
 		}
-		release()
-		s.m.dialFailure(ss.route.Name, h.Addr())
-		s.warnf(resultUpstreamError+"/"+ss.route.Name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
-			"route", ss.route.Name, "upstream", h.Addr(), "err", err)
-		errs = append(errs, fmt.Errorf("%s: %w", h.Addr(), err))
-		if ctx.Err() != nil || !time.Now().Before(deadline) {
+		c, err := dial.dialUpstream(ctx, until, h.Addr())
+		s.attempted(ctx, ss, &a, err, time.Since(start))
+		if err == nil {
+			return c, a.Keep(), nil
+		}
+		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, nil, fmt.Errorf("route %q: %d of %d upstreams tried within timeouts.connect (%v), all failed: %w",
-		ss.route.Name, len(errs), len(hosts), ss.cfg.ConnectTimeout, errors.Join(errs...))
+	return nil, nil, fmt.Errorf("route %q: %w", ss.route.Name, a.Err())
+}
+
+// attempts starts the walk over hosts, the route's candidates, at start,
+// within timeouts.connect, reporting to the route's pool (passive health)
+// when it takes reports.
+func (s *Server) attempts(ss *session, hosts []*upstream.Host, start time.Time) upstream.Attempts {
+	rep, _ := ss.route.Pool.(dialReporter)
+	return upstream.NewAttempts(hosts, start, ss.cfg.ConnectTimeout, rep)
+}
+
+// attempted records how the attempt on a's current candidate went, the
+// same for the goroutine path and the event loop: passive health (not for
+// a failure the client's offer or a cancellation from outside (ctx)
+// caused), the connect time or the failure's metric and rate-limited Warn;
+// took is the time since the connect began.
+func (s *Server) attempted(ctx context.Context, ss *session, a *upstream.Attempts, err error, took time.Duration) {
+	h := a.Current()
+	switch {
+	case err == nil:
+		a.Succeeded()
+		ss.upstream = h.Addr()
+		if ss.rm != nil {
+			ss.rm.connect.Observe(took.Seconds())
+		}
+		return
+	case ctx.Err() != nil || clientCaused(err):
+		a.Excused(err)
+	default:
+		a.Failed(err)
+	}
+	name := ss.route.Name
+	s.m.dialFailure(name, h.Addr())
+	s.warnf(resultUpstreamError+"/"+name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
+		"route", name, "upstream", h.Addr(), "err", err)
 }
 
 // connectResult maps a connect error to the connection's result.

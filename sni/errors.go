@@ -3,6 +3,8 @@ package sni
 import (
 	"errors"
 	"fmt"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // Sentinel errors. Each is produced in this package and wrapped with the
@@ -17,8 +19,9 @@ var (
 	// ErrUnknownServerName: no route matches the ClientHello's server name
 	// and there is no default route.
 	ErrUnknownServerName = errors.New("no route for server name")
-	// ErrNoHealthyUpstream: the route's pool has no candidate to dial.
-	ErrNoHealthyUpstream = errors.New("no healthy upstream")
+	// ErrNoHealthyUpstream: the route's pool has no candidate to dial;
+	// it is upstream.ErrNoHealthy, declared once.
+	ErrNoHealthyUpstream = upstream.ErrNoHealthy
 	// ErrServerClosed is returned by Serve after Shutdown or Close.
 	ErrServerClosed = errors.New("sni: server closed")
 )

@@ -98,13 +98,15 @@ type loopSession interface {
 	// readHello reads from r: true once the ClientHello is whole; false,
 	// nil: more to come; an error: hand the connection off.
 	readHello(r io.Reader, now time.Time) (bool, error)
-	// route returns the candidates of a splice route whose every address
-	// usable accepts; false: hand off, routed.
-	route(usable func(addr string) bool) ([]*upstream.Host, bool)
-	// dialed reports a connect's outcome (passive health); after a
-	// failure, false means try no other candidate.
-	dialed(h *upstream.Host, err error, took time.Duration) bool
-	connectFailed(errs []error, candidates int)
+	// route returns the walk, started at now, over the candidates of a
+	// splice route whose every address usable accepts; false: hand off,
+	// routed.
+	route(usable func(addr string) bool, now time.Time) (upstream.Attempts, bool)
+	// dialed reports the outcome of the attempt on the walk's current
+	// candidate (passive health); after a failure, false means try no
+	// other candidate.
+	dialed(a *upstream.Attempts, err error, took time.Duration) bool
+	connectFailed(a *upstream.Attempts)
 	replay(pend [][]byte, local localAddrer) ([][]byte, error)
 	tunnelOpen()
 	moved(up bool, n int)

@@ -47,12 +47,9 @@ type lconn struct {
 	until time.Time
 
 	// connect
-	hosts   []*upstream.Host
-	next    int // index of the candidate being tried
-	release func()
-	started time.Time // of the connect
-	errs    []error
-	pend    [][]byte // replay not written yet
+	walk    upstream.Attempts // the candidates; holds the active count of the host connected
+	started time.Time         // of the connect
+	pend    [][]byte          // replay not written yet
 
 	// tunnel
 	dirs [2]loopDir    // up (client to upstream), down
@@ -267,10 +264,7 @@ func (l *eventLoop) end(c *lconn, result string, err error) {
 			c.dirs[i].p = nil
 		}
 	}
-	if c.release != nil {
-		c.release()
-		c.release = nil
-	}
+	c.walk.Release()
 	if c.own.CompareAndSwap(ownLoop, ownClosed) {
 		rawnet.Close(c.client.fd)
 	}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"time"
 
 	"github.com/snigate/snigate/internal/rawnet"
 )
@@ -16,12 +15,12 @@ import (
 // candidate, a host name) goes to the goroutine path, which refuses or
 // serves it as it always has.
 func (l *eventLoop) route(c *lconn) {
-	hosts, ok := c.ss.route(rawDialable)
+	walk, ok := c.ss.route(rawDialable, l.now)
 	if !ok {
 		l.handoff(c, true)
 		return
 	}
-	c.hosts, c.next = hosts, 0
+	c.walk = walk
 	c.started = l.now
 	c.state = stConnect
 	l.dial(c)
@@ -34,25 +33,27 @@ func rawDialable(addr string) bool {
 	return err == nil && ap.Addr().Zone() == ""
 }
 
-// connectBy is when timeouts.connect of the whole connect ends.
-func (c *lconn) connectBy() time.Time { return c.started.Add(c.ss.limits().connect) }
-
 // hostAddr is the address of the candidate being tried.
 func (c *lconn) hostAddr() net.Addr {
-	if c.next < len(c.hosts) {
-		if ap, err := netip.ParseAddrPort(c.hosts[c.next].Addr()); err == nil {
+	if h := c.walk.Current(); h != nil {
+		if ap, err := netip.ParseAddrPort(h.Addr()); err == nil {
 			return net.TCPAddrFromAddrPort(ap)
 		}
 	}
 	return nil
 }
 
-// dial starts connect(2) to the current candidate.
+// dial starts connect(2) to the walk's next candidate, within its share of
+// timeouts.connect; with none left (or no time), the connect has failed.
 func (l *eventLoop) dial(c *lconn) {
-	h := c.hosts[c.next]
+	h, until, ok := c.walk.Next(l.now)
+	if !ok {
+		c.ss.connectFailed(&c.walk)
+		l.end(c, "", nil)
+		return
+	}
 	ap, _ := netip.ParseAddrPort(h.Addr())
-	c.release = h.Acquire()
-	c.until = attemptDeadline(l.now, c.connectBy(), len(c.hosts)-c.next)
+	c.until = until
 	l.due(c.until)
 	c.state = stConnect
 	sa, err := rawnet.SockaddrOf(ap)
@@ -87,7 +88,7 @@ func (l *eventLoop) connectDone(c *lconn) {
 		l.attemptFailed(c, &net.OpError{Op: "dial", Net: "tcp", Addr: c.hostAddr(), Err: os.NewSyscallError("connect", errno)})
 		return
 	}
-	c.ss.dialed(c.hosts[c.next], nil, l.now.Sub(c.started))
+	c.ss.dialed(&c.walk, nil, l.now.Sub(c.started))
 	pend, err := c.ss.replay(c.pend[:0], c)
 	if err != nil {
 		l.attemptFailed(c, err)
@@ -117,7 +118,8 @@ func (l *eventLoop) writeReplay(c *lconn) {
 		c.pend = consumed(c.pend, n)
 	}
 	c.ss.tunnelOpen()
-	c.pend, c.hosts, c.errs = nil, nil, nil
+	c.pend = nil
+	c.walk.Done()
 	l.startTunnel(c)
 }
 
@@ -138,22 +140,15 @@ func consumed(bufs [][]byte, n int) [][]byte {
 // attemptFailed records a failed attempt, as Server.connect does, and
 // tries the next candidate while time is left.
 func (l *eventLoop) attemptFailed(c *lconn, err error) {
-	h := c.hosts[c.next]
-	retry := c.ss.dialed(h, err, l.now.Sub(c.started))
-	if c.release != nil {
-		c.release()
-		c.release = nil
-	}
-	c.errs = append(c.errs, fmt.Errorf("%s: %w", h.Addr(), err))
+	retry := c.ss.dialed(&c.walk, err, l.now.Sub(c.started))
 	if c.upstream.fd >= 0 {
 		rawnet.Close(c.upstream.fd)
 		c.upstream.fd = -1
 	}
-	c.next++
-	if c.next < len(c.hosts) && retry && l.now.Before(c.connectBy()) {
-		l.dial(c)
+	if !retry {
+		c.ss.connectFailed(&c.walk)
+		l.end(c, "", nil)
 		return
 	}
-	c.ss.connectFailed(c.errs, len(c.hosts))
-	l.end(c, "", nil)
+	l.dial(c)
 }

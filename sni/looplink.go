@@ -38,13 +38,12 @@ var errWouldBlock = errors.New("would block")
 // loopLimits are the session's timeouts as the loop runs them.
 type loopLimits struct {
 	helloBy time.Time     // the whole ClientHello by then
-	connect time.Duration // timeouts.connect, every candidate included
 	idle    time.Duration // timeouts.idle; <= 0: none
 }
 
 func (k *loopLink) limits() loopLimits {
 	cfg := k.ss.cfg
-	return loopLimits{helloBy: k.ss.start.Add(cfg.ClientHelloTimeout), connect: cfg.ConnectTimeout, idle: cfg.IdleTimeout}
+	return loopLimits{helloBy: k.ss.start.Add(cfg.ClientHelloTimeout), idle: cfg.IdleTimeout}
 }
 
 // readHello reads what r holds of the ClientHello into the session's
@@ -72,62 +71,49 @@ func (k *loopLink) readHello(r io.Reader, now time.Time) (bool, error) {
 	return true, nil
 }
 
-// route looks the server name up and returns the candidates of its
-// splice route when usable accepts each one's address; false: anything
-// else (a bridge route, no route, a refused name, no candidate, an
-// address usable refuses), which the goroutine path refuses or serves.
-// On true the session is routed (its route is active).
-func (k *loopLink) route(usable func(addr string) bool) ([]*upstream.Host, bool) {
+// route looks the server name up and returns the walk over the
+// candidates of its splice route, started at now, when usable accepts each
+// one's address; false: anything else (a bridge route, no route, a
+// refused name, no candidate, an address usable refuses), which the
+// goroutine path refuses or serves. On true the session is routed (its
+// route is active).
+func (k *loopLink) route(usable func(addr string) bool, now time.Time) (upstream.Attempts, bool) {
 	ss := k.ss
 	name := ss.hello.ServerName
 	if name != "" && !names.IsHost(name) {
-		return nil, false
+		return upstream.Attempts{}, false
 	}
 	r, ok := k.s.routes.Load().Lookup(name)
 	if !ok || r.Mode != ModeSplice {
-		return nil, false
+		return upstream.Attempts{}, false
 	}
 	hosts := r.Pool.Candidates()
 	if len(hosts) == 0 {
-		return nil, false
+		return upstream.Attempts{}, false
 	}
 	for _, h := range hosts {
 		if !usable(h.Addr()) {
-			return nil, false
+			return upstream.Attempts{}, false
 		}
 	}
 	ss.route, ss.rm = r, k.s.m.forRoute(r)
 	ss.rm.activeInc()
-	return hosts, true
+	return k.s.attempts(ss, hosts, now), true
 }
 
-// dialed reports the outcome of a connect to h (passive health, metrics,
-// the rate-limited Warn of a failure), as Server.connect does; took is
-// the time since the connect began. After a failure, false: stop trying
-// (the server closes connections by force).
-func (k *loopLink) dialed(h *upstream.Host, err error, took time.Duration) bool {
-	s, ss := k.s, k.ss
-	reportDial(s.ctx, ss.route, h, err)
-	if err == nil {
-		ss.upstream = h.Addr()
-		if ss.rm != nil {
-			ss.rm.connect.Observe(took.Seconds())
-		}
-		return true
-	}
-	name := ss.route.Name
-	s.m.dialFailure(name, h.Addr())
-	s.warnf(resultUpstreamError+"/"+name+"/"+h.Addr(), "upstream connection failed; trying the next candidate",
-		"route", name, "upstream", h.Addr(), "err", err)
-	return s.ctx.Err() == nil
+// dialed reports the outcome of the attempt on a's current candidate
+// (passive health, metrics, the rate-limited Warn of a failure), as
+// Server.connect does; took is the time since the connect began. After a
+// failure, false: stop trying (the server closes connections by force).
+func (k *loopLink) dialed(a *upstream.Attempts, err error, took time.Duration) bool {
+	k.s.attempted(k.s.ctx, k.ss, a, err, took)
+	return err == nil || k.s.ctx.Err() == nil
 }
 
-// connectFailed ends the connect after every attempt failed (errs, of
-// candidates), with the goroutine path's result and log line.
-func (k *loopLink) connectFailed(errs []error, candidates int) {
-	cerr := fmt.Errorf("route %q: %d of %d upstreams tried within timeouts.connect (%v), all failed: %w",
-		k.ss.route.Name, len(errs), candidates, k.ss.cfg.ConnectTimeout, errors.Join(errs...))
-	k.s.connectFailed(k.ss, cerr)
+// connectFailed ends the connect after every attempt of a failed, with
+// the goroutine path's result and log line.
+func (k *loopLink) connectFailed(a *upstream.Attempts) {
+	k.s.connectFailed(k.ss, fmt.Errorf("route %q: %w", k.ss.route.Name, a.Err()))
 }
 
 // localAddrer tells a socket's local address, asked only when needed.

@@ -101,28 +101,6 @@ func TestBlackHoleDoesNotEatTheRetry(t *testing.T) {
 	w.logs.wait(t, "msg=connection", "upstream="+hole.addr, "result=ok")
 }
 
-func TestAttemptDeadline(t *testing.T) {
-	now := time.Unix(1000, 0)
-	tests := []struct {
-		name string
-		rest time.Duration
-		left int
-		want time.Duration
-	}{
-		{name: "last candidate gets the rest", rest: 5 * time.Second, left: 1, want: 5 * time.Second},
-		{name: "even share", rest: 5 * time.Second, left: 2, want: 2500 * time.Millisecond},
-		{name: "floor", rest: time.Second, left: 10, want: minAttemptTimeout},
-		{name: "never past the deadline", rest: 300 * time.Millisecond, left: 3, want: 300 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := attemptDeadline(now, now.Add(tt.rest), tt.left).Sub(now); got != tt.want {
-				t.Errorf("attempt of %v with %d left: %v, want %v", tt.rest, tt.left, got, tt.want)
-			}
-		})
-	}
-}
-
 // TestClientCausedFailuresDoNotCount: failures that the client's own
 // offer may cause (the name the upstream's certificate is checked
 // against, its ALPN list) do not take an upstream down; the upstream's

@@ -19,17 +19,23 @@
 //	pool.Adopt(previousPool)  // on reload: keep health, states and counts
 //	go pool.Run(ctx)          // checks now, then every Interval, until ctx ends
 //
-//	// per new connection: try the candidates in order
-//	for _, h := range pool.Candidates() {
-//		release := h.Acquire()
-//		conn, err := dial(ctx, h.Addr())
-//		if err != nil {
-//			release()
-//			continue // nothing forwarded yet: try the next one
+//	// per new connection: try the candidates in order, each attempt
+//	// within its share of timeouts.connect
+//	a := upstream.NewAttempts(pool.Candidates(), time.Now(), connectTimeout, pool)
+//	for {
+//		h, until, ok := a.Next(time.Now())
+//		if !ok {
+//			break
 //		}
-//		return conn, release, nil // the caller releases when the connection ends
+//		conn, err := dial(ctx, until, h.Addr())
+//		if err != nil {
+//			a.Failed(err) // passive health; nothing forwarded yet: try the next one
+//			continue
+//		}
+//		a.Succeeded()
+//		return conn, a.Keep(), nil // the caller releases when the connection ends
 //	}
-//	return nil, nil, sni.ErrNoHealthyUpstream
+//	return nil, nil, a.Err() // wraps upstream.ErrNoHealthy when there was no candidate
 //
 // Hosts start healthy and ready, as in HAProxy, so traffic flows before the
 // first round of checks (which Run starts at once) confirms it. A host gets

@@ -28,10 +28,8 @@ type Host struct {
 
 // hostState is the part of a Host guarded by Host.mu.
 type hostState struct {
-	healthy   bool
+	health    Hysteresis // rise/fall applied to the checks
 	state     State
-	successes int // consecutive passed checks while down
-	failures  int // consecutive failed checks while up
 	lastCheck time.Time
 	lastErr   string
 	// passiveDown: marked down by ReportDial, not up since.
@@ -45,7 +43,7 @@ func newHost(addr string, owner *Pool) *Host {
 		addr:      addr,
 		wake:      make(chan struct{}, 1),
 		check:     make(chan struct{}, 1),
-		hostState: hostState{healthy: true, state: StateReady},
+		hostState: hostState{state: StateReady},
 	}
 	h.usable.Store(true)
 	h.owner.Store(owner)
@@ -75,6 +73,12 @@ func (h *Host) Addr() string { return h.addr }
 // once has no further effect.
 func (h *Host) Acquire() (release func()) {
 	h.active.Add(1)
+	return h.releaser()
+}
+
+// releaser returns the func that uncounts one active connection to h,
+// once.
+func (h *Host) releaser() (release func()) {
 	var done atomic.Bool
 	return func() {
 		if done.CompareAndSwap(false, true) {
@@ -90,7 +94,7 @@ func (h *Host) Active() int64 { return h.active.Load() }
 func (h *Host) Healthy() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.healthy
+	return h.health.Up()
 }
 
 // State returns the administrative state.
@@ -107,32 +111,18 @@ func (h *Host) snapshot() hostState {
 	return h.hostState
 }
 
-// record applies one check result with rise/fall counting and reports
-// whether health changed, and the health after it. Only consecutive results
-// count: a pass resets the failure run, a failure resets the success run.
+// record applies one check result with rise/fall counting (Hysteresis)
+// and reports whether health changed, and the health after it.
 func (h *Host) record(err error, at time.Time, rise, fall int) (changed, healthy bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastCheck, h.lastErr = at, errString(err)
-	if err == nil {
-		h.failures = 0
-		if !h.healthy {
-			h.successes++
-			changed = h.successes >= rise
-		}
-	} else {
-		h.successes = 0
-		if h.healthy {
-			h.failures++
-			changed = h.failures >= fall
-		}
-	}
+	changed, healthy = h.health.Observe(err == nil, rise, fall)
 	if changed {
-		h.healthy, h.successes, h.failures = !h.healthy, 0, 0
-		h.passiveDown = h.passiveDown && !h.healthy
+		h.passiveDown = h.passiveDown && !healthy
 		h.refreshLocked()
 	}
-	return changed, h.healthy
+	return changed, healthy
 }
 
 // setState sets the administrative state and returns the previous one.
@@ -152,7 +142,7 @@ func (h *Host) setState(s State) State {
 }
 
 func (h *Host) refreshLocked() {
-	h.usable.Store(h.healthy && h.state == StateReady)
+	h.usable.Store(h.health.Up() && h.state == StateReady)
 }
 
 func errString(err error) string {

@@ -108,7 +108,7 @@ func (m *Metrics) initChecks(route, upstream string) {
 // check counters.
 func (p *Pool) publish(h *Host) {
 	s := h.snapshot()
-	p.cfg.Metrics.setUp(p.Route(), h.addr, s.healthy)
+	p.cfg.Metrics.setUp(p.Route(), h.addr, s.health.Up())
 	p.cfg.Metrics.setState(p.Route(), h.addr, s.state)
 	p.cfg.Metrics.initChecks(p.Route(), h.addr)
 }

@@ -57,11 +57,11 @@ func (p *Pool) dialFailed(h *Host, err error) {
 func (h *Host) markDownPassive(err error) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.healthy {
+	if !h.health.Up() {
 		return false
 	}
-	h.healthy, h.passiveDown = false, true
-	h.successes, h.failures = 0, 0
+	h.health.Set(false)
+	h.passiveDown = true
 	h.lastErr = "passive: " + err.Error()
 	h.refreshLocked()
 	return true

@@ -26,7 +26,7 @@ func (p *Pool) Status() []Status {
 			Route:             p.Route(),
 			Upstream:          h.addr,
 			State:             s.state,
-			Healthy:           s.healthy,
+			Healthy:           s.health.Up(),
 			ActiveConnections: h.Active(),
 			LastCheck:         s.lastCheck,
 			LastError:         s.lastErr,
