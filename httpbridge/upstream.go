@@ -137,6 +137,7 @@ func (u *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return nil, fmt.Errorf("route %q: %w", u.cfg.Route, a.Err())
 }
+
 // canRetry: an idempotent request without a body.
 func canRetry(req *http.Request) bool {
 	return (req.Method == http.MethodGet || req.Method == http.MethodHead) &&
