@@ -25,9 +25,13 @@ type Bridge struct {
 	log    *slog.Logger
 	policy policy
 	client *upstreamClient
-	proxy  *httputil.ReverseProxy
-	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
-	warn   warnLimiter
+	// upstream is what the proxy and the links send through: the client,
+	// under cfg.AuthFunc on an auth route.
+	upstream http.RoundTripper
+	tokens   *http.Transport // the token service's transport, nil without AuthFunc
+	proxy    *httputil.ReverseProxy
+	errLog   *log.Logger // net/http's and ReverseProxy's, at Debug
+	warn     warnLimiter
 	// next is what admitted requests go to: the chain over proxy.
 	next http.Handler
 
@@ -57,6 +61,7 @@ func New(cfg Config) (*Bridge, error) {
 		errLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
 	}
 	b.client = newUpstreamClient(&b.cfg)
+	b.upstream = b.authUpstream()
 	b.proxy = b.newProxy()
 	b.next = b.chainHandler()
 	cfg.Metrics.InitRoute(cfg.Route)
@@ -179,4 +184,7 @@ func (b *Bridge) Close() {
 		nc.drain("retired")
 	}
 	b.client.closeIdle()
+	if b.tokens != nil {
+		b.tokens.CloseIdleConnections()
+	}
 }

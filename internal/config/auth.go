@@ -1,20 +1,21 @@
 package config
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/snigate/snigate/regauth"
 )
 
 // Auth is routes[].http.auth: the registry credentials the gateway
 // answers the registry's challenges with, so that nodes need none. One
 // of Anonymous, Username with PasswordFile, and DockerConfig is set. It
 // holds file names only, never a secret: printing it is safe.
+//
+// The parser checks the keys and that one kind is named; the files are
+// checked where the credentials are built (internal/gateway, through
+// regauth.CheckSource: `check` and `run` alike, at these keys), so that
+// readers of the configuration that never use them (the CoreDNS plugin)
+// do not link a docker config reader.
 type Auth struct {
 	Anonymous    bool   // anonymous Bearer tokens
 	Username     string // with PasswordFile: HTTP Basic, or the Basic credentials sent to the token service
@@ -22,17 +23,9 @@ type Auth struct {
 	DockerConfig string // absolute; a docker config.json, its entry for the route's host, re-read on change
 }
 
-// Source is a's credentials for the registry host, in regauth's plain
-// values.
-func (a *Auth) Source(host string) regauth.SourceConfig {
-	return regauth.SourceConfig{Anonymous: a.Anonymous, Username: a.Username,
-		PasswordFile: a.PasswordFile, DockerConfig: a.DockerConfig, Host: host}
-}
-
-// auth parses http.auth. hosts are the route's SNI names: the registry
-// hosts the credentials must be for (a docker config needs an entry for
-// each).
-func (p *parser) auth(h fields, hosts []string) *Auth {
+// auth parses http.auth. sni are the route's names: a docker config's
+// entries are per host, so they must be exact.
+func (p *parser) auth(h fields, sni []string) *Auth {
 	n := h.get("auth")
 	if n == nil {
 		return nil
@@ -44,84 +37,42 @@ func (p *parser) auth(h fields, hosts []string) *Auth {
 		PasswordFile: p.pathAt(f, "password_file"),
 		DockerConfig: p.pathAt(f, "docker_config"),
 	}
-	if p.skipFiles {
-		p.authKinds(f, a)
-		return a
-	}
-	for _, host := range p.authHosts(f, a, hosts) {
-		if err := regauth.CheckSource(a.Source(host)); err != nil {
-			p.authError(f, a, host, err)
-			break
+	p.authKinds(f, a)
+	if a.DockerConfig != "" {
+		for _, host := range sni {
+			if strings.HasPrefix(host, "*.") {
+				p.errorf(f.keyLine("docker_config"), f.key("docker_config"), "a docker config's entries are per host, and the route's sni has the pattern %q: list the registry's names, or use username with password_file", host)
+				break
+			}
 		}
 	}
 	return a
 }
 
-// authHosts are the hosts a's credentials are checked for: each of the
-// route's names for a docker config (its entries are per host; a
-// wildcard is refused, it names no entry), else one (the others would
-// read the same file).
-func (p *parser) authHosts(f fields, a *Auth, hosts []string) []string {
-	if a.DockerConfig == "" {
-		return hosts[:min(len(hosts), 1)]
-	}
-	var exact []string
-	for _, host := range hosts {
-		if strings.HasPrefix(host, "*.") {
-			p.errorf(f.keyLine("docker_config"), f.key("docker_config"), "a docker config's entries are per host, and the route's sni has the pattern %q: list the registry's names, or use username with password_file", host)
-			continue
-		}
-		exact = append(exact, host)
-	}
-	return exact
-}
-
-// authKinds checks, without reading the files, that a names one kind of
-// credentials.
+// authKinds checks that a names exactly one kind of credentials.
 func (p *parser) authKinds(f fields, a *Auth) {
+	user := a.Username != "" || a.PasswordFile != ""
+	n := 0
+	for _, set := range []bool{a.Anonymous, user, a.DockerConfig != ""} {
+		if set {
+			n++
+		}
+	}
 	switch {
-	case a.Anonymous && (a.DockerConfig != "" || a.Username != "" || a.PasswordFile != ""),
-		a.DockerConfig != "" && (a.Username != "" || a.PasswordFile != ""):
-		p.authError(f, a, "", regauth.ErrManySources)
-	case !a.Anonymous && a.DockerConfig == "" && a.Username == "" && a.PasswordFile == "":
-		p.authError(f, a, "", regauth.ErrNoSource)
-	case (a.Username == "") != (a.PasswordFile == ""):
-		p.authError(f, a, "", errors.New("username and password_file go together"))
+	case n == 0:
+		p.errorf(f.line, f.path, "auth needs one of anonymous: true, username with password_file, or docker_config")
+	case n > 1:
+		p.errorf(f.line, f.path, "auth takes only one of anonymous, username with password_file, and docker_config")
+	case user && a.Username == "":
+		p.errorf(f.keyLine("password_file"), f.key("password_file"), "password_file needs a username")
+	case user && a.PasswordFile == "":
+		p.errorf(f.keyLine("username"), f.key("username"), "username needs a password_file: the file whose first line is the password")
 	}
 }
 
-// authError reports err of regauth.CheckSource at the key it is about:
-// the docker config or the password file when the error is about that
-// file, else auth itself. The message names files, never a secret.
-func (p *parser) authError(f fields, a *Auth, host string, err error) {
-	key := ""
-	switch {
-	case errors.Is(err, regauth.ErrNoSource) || errors.Is(err, regauth.ErrManySources):
-	case a.DockerConfig != "":
-		key = "docker_config"
-	case a.PasswordFile != "":
-		key = "password_file"
-	case a.Username != "":
-		key = "username"
-	}
-	msg := err.Error()
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		msg = fmt.Sprintf("cannot read %s: %s", pe.Path, pe.Err) // as for the other files; regauth's text names it twice
-	}
-	if host != "" && key == "docker_config" {
-		msg += ": the route serves " + host + ", so the file needs its auths or credHelpers entry"
-	}
-	if key == "" {
-		p.errorf(f.line, f.path, "%s", msg)
-		return
-	}
-	p.errorf(f.keyLine(key), f.key(key), "%s", msg)
-}
-
-// authOnSplice reports http.auth on a splice route in regauth's words
-// (besides http itself being refused there): the gateway cannot answer
-// challenges on a connection it does not terminate.
+// authOnSplice reports http.auth on a splice route (besides http itself
+// being refused there): the gateway cannot answer challenges on a
+// connection it does not terminate.
 func (p *parser) authOnSplice(route fields) {
 	n := route.get("http")
 	if n == nil || n.Kind != yaml.MappingNode {
@@ -129,7 +80,7 @@ func (p *parser) authOnSplice(route fields) {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i]; k.Value == "auth" {
-			p.errorf(k.Line, route.key("http")+".auth", "%s", regauth.CheckRoute(false))
+			p.errorf(k.Line, route.key("http")+".auth", "auth needs an http route: a splice route passes the node's TLS through and cannot answer the registry's challenges")
 		}
 	}
 }
