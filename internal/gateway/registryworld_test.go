@@ -132,7 +132,7 @@ type tokenService struct {
 }
 
 const (
-	tokenIssuer  = "gateway-test-issuer"
+	tokenIssuer      = "gateway-test-issuer"
 	tokenServiceName = "gateway-test-registry"
 )
 
