@@ -63,6 +63,13 @@ type authWorld struct {
 // holds.
 func newAuthWorld(t *testing.T, token bool, password string) *authWorld {
 	t.Helper()
+	return newAuthWorldWith(t, token, password, "")
+}
+
+// newAuthWorldWith is newAuthWorld with more lines in the route's http
+// section.
+func newAuthWorldWith(t *testing.T, token bool, password, httpLines string) *authWorld {
+	t.Helper()
 	w := &authWorld{world: newWorld(t, "")}
 	users := map[string]string{authUser: authPassword}
 	auth := ""
@@ -75,7 +82,7 @@ func newAuthWorld(t *testing.T, token bool, password string) *authWorld {
 	w.reg = startDockerRegistry(t, w.ca, auth)
 	must(t, os.WriteFile(filepath.Join(w.dir, "password"), []byte(password+"\n"), 0o600))
 	w.digest = w.push(t, "team/app")
-	w.writeConfig(strings.Replace(authRouteConfig, "%q", `"`+w.reg+`"`, 1))
+	w.writeConfig(strings.Replace(authRouteConfig, "%q", `"`+w.reg+`"`, 1) + httpLines)
 	w.start()
 	return w
 }
@@ -330,5 +337,35 @@ func TestCheckRefusesAuthFiles(t *testing.T) {
 				t.Errorf("a secret in check's output: %v", checkErr)
 			}
 		})
+	}
+}
+
+// TestAuthRouteTagServedFromCacheAfterHEAD is the pull budget: with a
+// cache, a manifest asked by tag whose digest the cache holds is checked
+// with a HEAD upstream and served from the cache (Docker Hub counts
+// manifest GETs, not HEADs): the second pull's tag GET is a hit, with
+// the right digest, through the gateway's credentials.
+func TestAuthRouteTagServedFromCacheAfterHEAD(t *testing.T) {
+	w := newAuthWorldWith(t, true, authPassword, "      cache: {dir: cache}\n")
+	for i := range 2 {
+		got, err := pullThrough(t, w.node(t, ""), "team/app")
+		if err != nil || got != w.digest {
+			t.Fatalf("pull %d: %s, %v; want %s", i, got, err, w.digest)
+		}
+	}
+	audit := filepath.Join(w.dir, "audit.log")
+	var tagRecords []string
+	waitFor(t, "the audit records of both tag GETs", func() bool {
+		b, _ := os.ReadFile(audit)
+		tagRecords = tagRecords[:0]
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `"kind":"manifest"`) && strings.Contains(l, `"reference":"v1"`) && strings.Contains(l, `"method":"GET"`) {
+				tagRecords = append(tagRecords, l)
+			}
+		}
+		return len(tagRecords) >= 2
+	})
+	if !strings.Contains(tagRecords[1], `"cache":"hit"`) || !strings.Contains(tagRecords[1], `"auth":"gateway"`) {
+		t.Errorf("the second pull's tag GET: %s, want cache hit through the gateway's credentials", tagRecords[1])
 	}
 }
