@@ -20,7 +20,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -367,5 +369,49 @@ func TestAuthRouteTagServedFromCacheAfterHEAD(t *testing.T) {
 	})
 	if !strings.Contains(tagRecords[1], `"cache":"hit"`) || !strings.Contains(tagRecords[1], `"auth":"gateway"`) {
 		t.Errorf("the second pull's tag GET: %s, want cache hit through the gateway's credentials", tagRecords[1])
+	}
+}
+
+// TestAuthMetricsFollowReloads: snigate_http_auth_tokens_total's series
+// of a route are created at 0 when it has http.auth, and removed when a
+// reload drops the route's auth or the route.
+func TestAuthMetricsFollowReloads(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
+	route := func(name string, auth bool) config.Route {
+		r := config.Route{Name: name, HTTP: &config.HTTP{}}
+		if auth {
+			r.HTTP.Auth = &config.Auth{Anonymous: true}
+		}
+		return r
+	}
+	series := func() map[string]bool {
+		got := map[string]bool{}
+		mfs, err := reg.Gather()
+		must(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() != "snigate_http_auth_tokens_total" {
+				continue
+			}
+			for _, s := range mf.GetMetric() {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "route" {
+						got[l.GetValue()] = true
+					}
+				}
+			}
+		}
+		return got
+	}
+	old := &config.Config{Routes: []config.Route{route("hub", true), route("ghcr", true), route("plain", false)}}
+	m.initRoutes(old, listenerLabels{})
+	if got := series(); !got["hub"] || !got["ghcr"] || got["plain"] {
+		t.Fatalf("series for routes %v, want hub and ghcr", got)
+	}
+	cur := &config.Config{Routes: []config.Route{route("hub", false), route("plain", false)}}
+	m.prune(old, cur)
+	m.initRoutes(cur, listenerLabels{})
+	if got := series(); len(got) != 0 {
+		t.Errorf("series for routes %v after a reload dropped every auth, want none", got)
 	}
 }
