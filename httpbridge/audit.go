@@ -39,6 +39,9 @@ type AuditRecord struct {
 	Cache    string        // hit, miss, bypass, offline; "" without a cache
 	Upstream string        // the upstream that answered, "" if none did
 	Error    string        // what went wrong, "" when nothing did
+	// Auth says whose credentials the request used: AuthGateway (an
+	// auth route), AuthNode (the node sent an Authorization) or AuthNone.
+	Auth string
 	// Refusal is the policy's reason (host, method, repository) when
 	// the gateway refused the request itself: such records are
 	// aggregated per client (DefaultAuditRefusalWindow). "": not refused.
@@ -66,6 +69,7 @@ type auditLine struct {
 	Cache      string   `json:"cache"`
 	Upstream   string   `json:"upstream"`
 	Error      string   `json:"error"`
+	Auth       string   `json:"auth"` // gateway, node or ""
 	// Conn joins the record to its connection's log line (`conn`).
 	Conn string `json:"conn,omitempty"`
 	// Suppressed: how many more refusals of the same client, route and
@@ -82,7 +86,7 @@ func (r *AuditRecord) line() auditLine {
 		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference, From: r.API.From,
 		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
 		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Upstream: r.Upstream, Error: r.Error,
-		Conn: r.Conn,
+		Auth: r.Auth, Conn: r.Conn,
 	}.bounded()
 }
 

@@ -26,9 +26,13 @@ type Bridge struct {
 	log    *slog.Logger
 	policy policy
 	client *upstreamClient
-	proxy  *httputil.ReverseProxy
-	errLog *log.Logger // net/http's and ReverseProxy's, at Debug
-	warn   ratelog.Limiter
+	// upstream is what the proxy and the links send through: the client,
+	// under cfg.AuthFunc on an auth route.
+	upstream http.RoundTripper
+	tokens   *http.Transport // the token service's transport, nil without AuthFunc
+	proxy    *httputil.ReverseProxy
+	errLog   *log.Logger // net/http's and ReverseProxy's, at Debug
+	warn     ratelog.Limiter
 	// next is what admitted requests go to: the chain over proxy.
 	next http.Handler
 
@@ -58,6 +62,7 @@ func New(cfg Config) (*Bridge, error) {
 		errLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
 	}
 	b.client = newUpstreamClient(&b.cfg)
+	b.upstream = b.authUpstream()
 	b.proxy = b.newProxy()
 	b.next = b.chainHandler()
 	cfg.Metrics.InitRoute(cfg.Route)
@@ -180,4 +185,7 @@ func (b *Bridge) Close() {
 		nc.drain("retired")
 	}
 	b.client.closeIdle()
+	if b.tokens != nil {
+		b.tokens.CloseIdleConnections()
+	}
 }

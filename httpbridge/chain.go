@@ -33,7 +33,7 @@ func (u linkUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if nc := connFrom(out.Context()); u.b.cfg.Forwarded && nc != nil {
 		oci.SetForwarded(out.Header, nc.ip)
 	}
-	return u.b.client.RoundTrip(out)
+	return u.b.upstream.RoundTrip(out)
 }
 
 // chainHandler is what admitted requests go to: cfg.Chain over the

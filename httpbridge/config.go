@@ -121,10 +121,14 @@ type Config struct {
 
 	// Chain builds the links between the policy and the proxy (the
 	// cache); nil: none, and the audit's cache is "".
-	Chain   Chain
-	Audit   *AuditLog // nil: no audit records; the caller closes it
-	Metrics *Metrics  // nil: no metrics
-	Log     *slog.Logger
+	Chain Chain
+	// AuthFunc puts the gateway's registry credentials on the upstream
+	// leg (routes[].http.auth; the gateway gives a regauth.Transport):
+	// see AuthFunc. nil: the node's Authorization passes to the registry.
+	AuthFunc AuthFunc
+	Audit    *AuditLog // nil: no audit records; the caller closes it
+	Metrics  *Metrics  // nil: no metrics
+	Log      *slog.Logger
 }
 
 // withDefaults validates cfg and fills in its defaults.

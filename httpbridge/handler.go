@@ -22,8 +22,9 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if nc == nil || !nc.begin() {
 		return
 	}
+	auth := b.authOf(r)
 	api := oci.ParseURL(r.URL)
-	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api)}
+	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api), auth: auth}
 	b.cfg.Metrics.begin(b.cfg.Route)
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
@@ -53,6 +54,7 @@ type request struct {
 	// refusal is the policy's reason when the gateway refused the
 	// request itself, for the audit's aggregation.
 	refusal string
+	auth    string // AuthGateway, AuthNode or AuthNone
 }
 
 // refuse answers a refused request with the OCI error DENIED.
@@ -96,7 +98,7 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	rec := &AuditRecord{
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
 		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
-		Cache: facts.Cache, Upstream: up, Refusal: rq.refusal, Conn: nc.ID,
+		Cache: facts.Cache, Upstream: up, Auth: rq.auth, Refusal: rq.refusal, Conn: nc.ID,
 	}
 	nc.UsedUpstream(up)
 	if err != nil {

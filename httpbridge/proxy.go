@@ -35,7 +35,7 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 func (b *Bridge) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:        b.rewrite,
-		Transport:      b.client,
+		Transport:      b.upstream,
 		BufferPool:     &bufferPool{},
 		ModifyResponse: b.modifyResponse,
 		ErrorHandler:   b.proxyError,
@@ -82,13 +82,19 @@ func (b *Bridge) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	ann.Fail(err, false)
-	status := oci.UpstreamStatus(err)
-	if !errors.Is(err, errRedirect) { // the redirector logged it
+	if !loggedUpstream(err) {
 		b.warn.Log(b.log, slog.LevelWarn, "upstream", "http request failed upstream",
 			"route", b.cfg.Route, "client", clientString(connFrom(r.Context())), "method", bound(r.Method, MaxAuditField),
-			"path", bound(r.URL.Path, MaxAuditField), "status", status, "err", bound(err.Error(), MaxAuditError))
+			"path", bound(r.URL.Path, MaxAuditField), "status", oci.UpstreamStatus(err), "err", bound(err.Error(), MaxAuditError))
 	}
-	oci.WriteError(w, status, oci.CodeUnavailable, oci.NodeMessage(err))
+	oci.WriteUpstreamError(w, err)
+}
+
+// loggedUpstream: err was logged where it happened: by the redirector
+// (a redirect not followed) or by the AuthFunc's transport (the
+// gateway's credentials refused, no token).
+func loggedUpstream(err error) bool {
+	return errors.Is(err, errRedirect) || errors.Is(err, oci.ErrCredentialsRefused) || errors.Is(err, oci.ErrTokenService)
 }
 
 // badBody answers a request whose body could not be read from the node

@@ -63,13 +63,17 @@ func (c *Cache) upstreamFailed(w http.ResponseWriter, r *http.Request, req reque
 	if r.Context().Err() != nil {
 		return // the node went away
 	}
-	oci.WriteError(w, oci.UpstreamStatus(err), oci.CodeUnavailable, oci.NodeMessage(err))
+	oci.WriteUpstreamError(w, err)
 }
 
 // fillFailed answers a request whose fill failed before its first byte.
 func (c *Cache) fillFailed(w http.ResponseWriter, r *http.Request, req request, err error) {
 	req.ann.Fail(err, true)
 	if r.Context().Err() != nil {
+		return
+	}
+	if errors.Is(err, oci.ErrCredentialsRefused) { // routes[].http.auth: 401 UNAUTHORIZED, as the proxy answers
+		oci.WriteUpstreamError(w, err)
 		return
 	}
 	var st *statusError

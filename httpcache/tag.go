@@ -17,12 +17,17 @@ import (
 // larger ones pass through unkept.
 const MaxTagManifest = 4 << 20
 
-// serveTag answers a manifest by tag from the registry, always: through
-// req.Proxy, or with Offline through the cache's own request, so that
+// serveTag answers a manifest by tag from the store when the registry's
+// HEAD names a digest it holds (serveTagFromStore), else from the
+// registry: through req.Proxy, or with Offline through the cache's own
+// request, so that
 // "no upstream answers" is told apart (503: the cache keeps no tags).
 // A complete 200 to a GET whose Docker-Content-Digest is the sha256 of
 // its body fills that digest's entry.
 func (c *Cache) serveTag(w http.ResponseWriter, r *http.Request, req request) {
+	if !c.cfg.Offline && c.serveTagFromStore(w, r, req) {
+		return
+	}
 	tw := &teeWriter{ResponseWriter: w, keep: r.Method == http.MethodGet}
 	if c.cfg.Offline {
 		c.relayTag(tw, r, req)

@@ -1,6 +1,10 @@
 package regauth
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/snigate/snigate/oci"
+)
 
 // RefusedError is returned by the Transport when the registry refused
 // the gateway's credentials: its token service answered 401 or 403, or
@@ -19,3 +23,7 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("the registry refused the gateway's credentials: %s answered %d", e.By, e.Status)
 }
+
+// Is makes a RefusedError oci.ErrCredentialsRefused, so that every link
+// of the chain answers it alike (401 UNAUTHORIZED).
+func (e *RefusedError) Is(target error) bool { return target == oci.ErrCredentialsRefused }

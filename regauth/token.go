@@ -3,13 +3,14 @@ package regauth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // Token service limits and defaults.
@@ -33,7 +34,7 @@ const (
 // ErrTokenService is returned (wrapped) when a token could not be had for
 // a reason other than refused credentials: the service is unreachable,
 // answers 5xx, or answers something that is not a token.
-var ErrTokenService = errors.New("token service failed")
+var ErrTokenService = oci.ErrTokenService
 
 // Token is a bearer token from a registry's token service.
 type Token struct {

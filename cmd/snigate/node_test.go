@@ -32,7 +32,7 @@ func TestNodeCommandsExitStatus(t *testing.T) {
 		{name: "node-config bad runtime", args: []string{"node-config", "-c", bad, "--runtime", "cri-o"}, want: 2, wantStderr: "want containerd, docker or podman"},
 		{name: "node-config invalid file", args: []string{"node-config", "-c", bad, "--out", dir}, want: 2, wantStderr: "bad.yaml:3: listen.tsl"},
 		{name: "doctor without NAME", args: []string{"doctor"}, want: 2, wantStderr: "usage: snigate doctor NAME"},
-		{name: "doctor two names", args: []string{"doctor", "a.example", "b.example"}, want: 2, wantStderr: "usage: snigate doctor NAME"},
+		{name: "doctor with a bad second NAME", args: []string{"doctor", "a.example", "b example"}, want: 2, wantStderr: `NAME "b example"`},
 		{name: "doctor bad NAME", args: []string{"doctor", "a.example:99999"}, want: 2, wantStderr: "bad port"},
 		{name: "doctor, no nameserver: flags after NAME", args: []string{"doctor", "a.example", "--resolv-conf", empty, "--hosts-file", empty},
 			want: 1, wantOut: "FAIL resolver"},

@@ -24,6 +24,7 @@ type HTTP struct {
 	// the gateway's own; empty: none of those.
 	RedirectAllow []netip.Prefix
 	Cache         *Cache // nil: no cache
+	Auth          *Auth  // nil: the node's Authorization passes to the registry
 }
 
 // Cache is routes[].http.cache: the content-addressed store of blobs and
@@ -55,15 +56,16 @@ var DefaultMethods = oci.DefaultMethods()
 var knownMethods = oci.KnownMethods()
 
 // http parses a route's http: section, which only bridge routes may have.
-func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
+func (p *parser) http(route fields, mode string, hosts, sni []string) *HTTP {
 	if mode == ModeSplice && p.notInMode(route, "http", mode, ModeBridge) {
+		p.authOnSplice(route)
 		return nil
 	}
 	n := route.get("http")
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache")
+	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache", "auth")
 	h := &HTTP{
 		Forwarded:    p.boolAt(f, "forwarded", DefaultForwarded),
 		Methods:      p.methods(f),
@@ -71,6 +73,7 @@ func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
 		AuditLog:     p.auditLog(f),
 		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, redirectsValues...),
 		Cache:        p.cache(f),
+		Auth:         p.auth(f, sni),
 	}
 	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
 	return h

@@ -80,7 +80,7 @@ func (p *parser) route(it item) (Route, routeRefs) {
 	r.UpstreamTLS = p.upstreamTLS(f, r.Mode)
 	r.MaxDials, r.MaxDialsPerClient = p.dialBounds(f, r.Mode)
 	r.DialRatePerClient = p.dialRate(f, r.Mode)
-	r.HTTP = p.http(f, r.Mode, registryHosts(r))
+	r.HTTP = p.http(f, r.Mode, registryHosts(r), r.SNI)
 	refs.http = f
 	return r, refs
 }

@@ -112,7 +112,7 @@ func parseName(name string) (target, error) {
 	if rest != "" {
 		t.repo, t.ref = splitRef(rest)
 	}
-	return t, nil
+	return dockerHub(t), nil
 }
 
 func splitRef(s string) (repo, ref string) {

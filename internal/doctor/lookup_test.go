@@ -41,3 +41,29 @@ func TestResolveTakesAWhenAAAAIsRefused(t *testing.T) {
 		t.Fatalf("resolve = %v, %v; want 10.77.2.10", got, err)
 	}
 }
+
+// TestParseNameDockerHub: docker.io references are checked against the
+// registry a pull reaches, with library/ for one-component repositories.
+func TestParseNameDockerHub(t *testing.T) {
+	tests := []struct {
+		name, in, host, repo string
+	}{
+		{name: "docker.io library", in: "docker.io/alpine:3", host: "registry-1.docker.io", repo: "library/alpine"},
+		{name: "docker.io org", in: "docker.io/org/app:1", host: "registry-1.docker.io", repo: "org/app"},
+		{name: "index.docker.io", in: "index.docker.io/library/alpine:3", host: "registry-1.docker.io", repo: "library/alpine"},
+		{name: "registry-1 as it is", in: "registry-1.docker.io/alpine:3", host: "registry-1.docker.io", repo: "alpine"},
+		{name: "other registries untouched", in: "ghcr.io/app:1", host: "ghcr.io", repo: "app"},
+		{name: "docker.io on another port untouched", in: "docker.io:5000/alpine:3", host: "docker.io", repo: "alpine"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseName(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.host != tt.host || got.repo != tt.repo {
+				t.Errorf("parseName(%q) = host %q repo %q, want %q %q", tt.in, got.host, got.repo, tt.host, tt.repo)
+			}
+		})
+	}
+}

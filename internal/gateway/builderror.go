@@ -37,6 +37,13 @@ func buildError(cfg *config.Config, i int, err error) *config.Error {
 	if errors.As(err, &ae) {
 		return cfg.ErrorAt(route+".http.audit_log", "%v", ae.err)
 	}
+	var au *authError
+	if errors.As(err, &au) {
+		if au.key == "" {
+			return cfg.ErrorAt(route+".http.auth", "%v", au.err)
+		}
+		return cfg.ErrorAt(route+".http.auth."+au.key, "%v", au.err)
+	}
 	var fe *certs.FileError
 	if !errors.As(err, &fe) {
 		return cfg.ErrorAt(route, "%v", err)

@@ -83,6 +83,10 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 	if err != nil {
 		return nil, err
 	}
+	auth, err := b.httpAuth(rc)
+	if err != nil {
+		return nil, err
+	}
 	br, err := httpbridge.New(httpbridge.Config{
 		Route:            rc.Name,
 		Upstreams:        pool,
@@ -96,6 +100,7 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		RedirectRoots:    redirectRoots(rc),
 		RedirectAllow:    h.RedirectAllow,
 		Chain:            chain,
+		AuthFunc:         auth,
 		Audit:            audit,
 		Metrics:          b.metrics.http,
 		Log:              b.log,

@@ -12,6 +12,7 @@ import (
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/regauth"
 	"github.com/snigate/snigate/regcache"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
@@ -27,6 +28,7 @@ type metrics struct {
 	admin    *admin.Metrics
 	http     *httpbridge.Metrics
 	cache    *regcache.Metrics
+	auth     *regauth.Metrics // routes[].http.auth: snigate_http_auth_tokens_total
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -48,6 +50,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		admin:    admin.NewMetrics(reg),
 		http:     httpbridge.NewMetrics(reg),
 		cache:    regcache.NewMetrics(reg),
+		auth:     regauth.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
@@ -138,8 +141,14 @@ func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
 		if r.Serve.ClientCA != "" {
 			m.sni.InitClientAuth(r.Name)
 		}
+		if hasAuth(r) {
+			m.auth.InitRoute(r.Name)
+		}
 	}
 }
+
+// hasAuth: the route has http.auth (the gateway's registry credentials).
+func hasAuth(r config.Route) bool { return r.HTTP != nil && r.HTTP.Auth != nil }
 
 // prune drops, after a reload from old to cur, the series of the routes
 // cur no longer has and the dial failure series of upstreams a kept route
@@ -147,9 +156,11 @@ func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
 func (m *metrics) prune(old, cur *config.Config) {
 	kept := make(map[string][]string, len(cur.Routes)) // route -> upstreams
 	clientAuthKept := make(map[string]bool)
+	authKept := make(map[string]bool)
 	for _, r := range cur.Routes {
 		kept[r.Name] = r.Upstreams
 		clientAuthKept[r.Name] = r.Serve.ClientCA != ""
+		authKept[r.Name] = hasAuth(r)
 	}
 	for _, r := range old.Routes {
 		ups, ok := kept[r.Name]
@@ -159,6 +170,9 @@ func (m *metrics) prune(old, cur *config.Config) {
 		}
 		if r.Serve.ClientCA != "" && !clientAuthKept[r.Name] {
 			m.sni.DeleteClientAuth(r.Name)
+		}
+		if hasAuth(r) && !authKept[r.Name] {
+			m.auth.DeleteRoute(r.Name)
 		}
 		for _, u := range r.Upstreams {
 			if !slices.Contains(ups, u) {
@@ -175,4 +189,5 @@ func (m *metrics) deleteRoute(route string) {
 	m.certs.DeleteRoute(route)
 	m.admin.DeleteRoute(route)
 	m.http.DeleteRoute(route)
+	m.auth.DeleteRoute(route)
 }

@@ -54,11 +54,24 @@ var certsDirs = map[Runtime]string{
 	RuntimePodman:     "/etc/containers/certs.d",
 }
 
-// hostFiles are the certs.d files of one host for c's runtime.
+// hostFiles are the certs.d files of one host for c's runtime: for
+// containerd and Docker Hub's registry host, in the docker.io namespace
+// too (certs.d/docker.io: what containerd reads for docker.io/...
+// references, the name images are pulled by).
 func hostFiles(c Config, h Host, existing Existing) ([]File, error) {
+	files, err := hostFilesIn(c, h, h.dir(c.runtime()), existing)
+	if err != nil || c.runtime() != RuntimeContainerd || !h.dockerHub() {
+		return files, err
+	}
+	hub, err := hostFilesIn(c, h, DockerHubNamespace, existing)
+	return append(files, hub...), err
+}
+
+// hostFilesIn are h's certs.d files in the directory dir.
+func hostFilesIn(c Config, h Host, dir string, existing Existing) ([]File, error) {
 	rt := c.runtime()
-	rel := path.Join("certs.d", h.dir(rt))
-	dest := path.Join(certsDirs[rt], h.dir(rt))
+	rel := path.Join("certs.d", dir)
+	dest := path.Join(certsDirs[rt], dir)
 	var files []File
 	if h.CA != nil {
 		files = append(files, File{Path: path.Join(rel, CAFile), Dest: path.Join(dest, CAFile), Data: h.CA, Mode: 0o644,

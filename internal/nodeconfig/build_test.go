@@ -182,3 +182,68 @@ func TestWriteLinks(t *testing.T) {
 		t.Fatalf("client.cert -> %q, %v", target, err)
 	}
 }
+
+// TestBuildSeveralRegistriesWithDockerHub: one gateway for docker.io,
+// ghcr.io and a private registry writes one hosts.toml per routed
+// registry, and, for Docker Hub, one in containerd's docker.io namespace
+// (what docker.io/library/x references read) whose server is
+// registry-1.docker.io; docker's certs.d keeps the registry host only.
+func TestBuildSeveralRegistriesWithDockerHub(t *testing.T) {
+	c := Config{
+		Hosts: []Host{
+			{Name: DockerHubRegistry, Route: "dockerhub", CA: []byte("CA-PEM\n")},
+			{Name: "ghcr.io", Route: "ghcr", CA: []byte("CA-PEM\n")},
+			{Name: "registry.example.com", Route: "private", CA: []byte("CA-PEM\n")},
+		},
+		Names:   []string{DockerHubRegistry, "ghcr.io", "registry.example.com"},
+		Answers: []netip.Addr{netip.MustParseAddr("10.0.0.5")},
+	}
+	for _, tc := range []struct {
+		name  string
+		rt    Runtime
+		want  []string
+		never []string
+	}{
+		{name: "containerd", rt: RuntimeContainerd, want: []string{"certs.d/docker.io/hosts.toml", "certs.d/docker.io/" + CAFile,
+			"certs.d/registry-1.docker.io/hosts.toml", "certs.d/ghcr.io/hosts.toml", "certs.d/registry.example.com/hosts.toml"}},
+		{name: "docker", rt: RuntimeDocker, want: []string{"certs.d/registry-1.docker.io/" + CAFile, "certs.d/ghcr.io/" + CAFile},
+			never: []string{"certs.d/docker.io/" + CAFile}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.Runtime = tc.rt
+			files, err := Build(c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byPath := map[string]string{}
+			for _, f := range files {
+				byPath[f.Path] = string(f.Data)
+			}
+			for _, p := range tc.want {
+				if _, ok := byPath[p]; !ok {
+					t.Errorf("no %s among %v", p, keysOf(byPath))
+				}
+			}
+			for _, p := range tc.never {
+				if _, ok := byPath[p]; ok {
+					t.Errorf("%s written for %s", p, tc.rt)
+				}
+			}
+			if hub, ok := byPath["certs.d/docker.io/hosts.toml"]; ok {
+				for _, w := range []string{"server = \"https://registry-1.docker.io\"\n", "[host.\"https://registry-1.docker.io\"]\n", "ca = \"" + CAFile + "\"\n"} {
+					if !strings.Contains(hub, w) {
+						t.Errorf("certs.d/docker.io/hosts.toml lacks %q:\n%s", w, hub)
+					}
+				}
+			}
+		})
+	}
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

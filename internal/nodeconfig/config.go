@@ -109,6 +109,17 @@ func (h Host) Registry() string {
 	return h.Name + ":" + strconv.Itoa(h.port())
 }
 
+// Docker Hub: images named docker.io/library/x (or just x) are pulled
+// from DockerHubRegistry; containerd looks their hosts.toml up under the
+// namespace, certs.d/docker.io.
+const (
+	DockerHubNamespace = "docker.io"
+	DockerHubRegistry  = "registry-1.docker.io"
+)
+
+// dockerHub reports whether h is Docker Hub's registry host.
+func (h Host) dockerHub() bool { return h.Name == DockerHubRegistry && h.port() == DefaultPort }
+
 // Dir is the certs.d directory of h, as containerd looks it up: a port is
 // written "_port_" ("name_5000_"); docker and podman use "name:port".
 func (h Host) dir(rt Runtime) string {

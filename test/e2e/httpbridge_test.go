@@ -244,14 +244,20 @@ type auditRecord struct {
 	Cache      string  `json:"cache"`
 	Upstream   string  `json:"upstream"`
 	Error      string  `json:"error"`
+	Auth       string  `json:"auth"`
 }
 
 // waitAudit waits until the audit log has a record match accepts (it is
 // written off the request path) and returns it. Every line must parse.
 func (w *world) waitAudit(t *testing.T, match func(auditRecord) bool) auditRecord {
 	t.Helper()
+	return waitAuditFile(t, filepath.Join(w.dir, "audit.log"), match)
+}
+
+// waitAuditFile is waitAudit on the audit log file.
+func waitAuditFile(t *testing.T, file string, match func(auditRecord) bool) auditRecord {
+	t.Helper()
 	var found auditRecord
-	file := filepath.Join(w.dir, "audit.log")
 	err := poll(startTries, pollStep, func() error {
 		b, err := os.ReadFile(file)
 		if err != nil {

@@ -66,6 +66,7 @@ type gatewaySpec struct {
 	auditLog    string        // the HTTP route's audit log file
 	cacheDir    string        // route cache's http.cache.dir
 	offline     bool          // route cache's http.cache.offline
+	extra       string        // more routes, YAML appended after the others
 }
 
 // Health check timing of both routes: an upstream is down after
@@ -106,6 +107,7 @@ routes:
         max_size: 2GiB
         offline: %t
 `, g.auditLog, g.cacheDir, g.offline))
+	b.WriteString(g.extra)
 	return b.String()
 }
 

@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// The registries behind routes with http.auth, in the registry namespace
+// (addresses added by the test): one with htpasswd, one with auth: token
+// whose JWTs come from a token service in the harness. Neither the node
+// nor its credentials (it has none) reach them or the token service.
+const (
+	basicAuthHost = "basic.registry.example.test" // route "basicauth": gateway holds htpasswd credentials
+	tokenAuthHost = "jwt.registry.example.test"   // route "tokenauth": gateway gets JWTs from the token service
+	basicRegAddr  = "10.77.2.40:443"
+	jwtRegAddr    = "10.77.2.50:443"
+	tokenSvcAddr  = "10.77.2.60:443"
+	authUser      = "e2e-robot"
+	authPassword  = "e2e-Passw0rd"
+)
+
+// authRoutes is the YAML of the two routes with auth (appended to the
+// world's routes by a reload), auditing to auditLog.
+func (w *world) authRoutes(pwFile, auditLog string) string {
+	var b strings.Builder
+	for _, r := range []struct{ name, host, up string }{{"basicauth", basicAuthHost, basicRegAddr}, {"tokenauth", tokenAuthHost, jwtRegAddr}} {
+		fmt.Fprintf(&b, `  - name: %s
+    sni: [%q]
+    mode: bridge
+    upstreams: [%q]
+    health: {check: tcp}
+    serve: {ca_cert: %s, ca_key: %s}
+    upstream_tls: {ca: %s}
+    http:
+      repositories: [%q]
+      audit_log: %s
+      auth: {username: %s, password_file: %s}
+`, r.name, r.host, r.up, filepath.Join(w.spec.serveCA, "ca.crt"), filepath.Join(w.spec.serveCA, "ca.key"),
+			w.registryCA.file, httpAllowed, auditLog, authUser, pwFile)
+	}
+	return b.String()
+}
+
+// authRegistries starts the two registries and the token service, once
+// per test, and stops them when it ends.
+func (w *world) startAuthRegistries(t *testing.T) (*tokenSvc, []*registry) {
+	t.Helper()
+	pki := filepath.Join(w.dir, "pki")
+	for _, a := range []string{basicRegAddr, jwtRegAddr, tokenSvcAddr} {
+		if err := run("ip", "-n", w.registry.name, "addr", "replace", hostOf(a)+"/24", "dev", "to-bastion"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := startTokenSvc(t, w, pki)
+	htpasswd := filepath.Join(w.dir, "htpasswd")
+	hash, err := bcrypt.GenerateFromPassword([]byte(authPassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(htpasswd, []byte(authUser+":"+string(hash)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	storage := filepath.Join(w.dir, "storage") // shared: the world's image is there
+	var regs []*registry
+	for _, r := range []struct{ name, host, addr, auth string }{
+		{"basicreg", basicAuthHost, basicRegAddr, "auth:\n  htpasswd:\n    realm: e2e-basic\n    path: " + htpasswd + "\n"},
+		{"jwtreg", tokenAuthHost, jwtRegAddr, fmt.Sprintf("auth:\n  token:\n    realm: https://%s/token\n    service: %s\n    issuer: %s\n    rootcertbundle: %s\n",
+			hostOf(tokenSvcAddr), e2eTokenService, e2eTokenIssuer, ts.certFile)},
+	} {
+		kp, err := w.registryCA.issue(pki, r.name, r.host, hostOf(r.addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := &registry{name: r.name, addr: r.addr, config: filepath.Join(w.dir, r.name+".yml")}
+		if err := os.WriteFile(reg.config, []byte(registryConfig(r.addr, storage, kp)+r.auth), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.start(w.registry, w.logs); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = reg.proc.stop() })
+		regs = append(regs, reg)
+	}
+	return ts, regs
+}
+
+// waitAuthorizedLog waits for r's "authorized request" line for uri: the
+// registry accepted the gateway's credentials, and it shows the node's
+// address (X-Forwarded-For).
+func waitAuthorizedLog(t *testing.T, r *registry, uri string) string {
+	t.Helper()
+	var found string
+	err := poll(startTries, pollStep, func() error {
+		b, err := os.ReadFile(r.proc.logPath)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `msg="authorized request"`) && strings.Contains(line, "http.request.uri="+uri+" ") {
+				found = line
+				return nil
+			}
+		}
+		return fmt.Errorf("%s logged no authorized request for %s", r.name, uri)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// TestAuthRoutesPullWithTheGatewaysCredentials: a node with no
+// credentials, and no route to any registry or token service, pulls
+// with skopeo through routes with http.auth: from docker-registry with
+// htpasswd, and from one with auth: token whose JWTs the gateway fetches
+// from the harness's token service (one token for the scope, however
+// many pulls). Every digest is right; the audit records say
+// "auth":"gateway"; a repository outside http.repositories gets 403
+// before any token is asked for.
+func TestAuthRoutesPullWithTheGatewaysCredentials(t *testing.T) {
+	w := getWorld(t)
+	ts, regs := w.startAuthRegistries(t)
+	pwFile := filepath.Join(w.dir, "registry.password")
+	if err := os.WriteFile(pwFile, []byte(authPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := w.spec
+	auditLog := filepath.Join(w.dir, "auth-audit.log") // the world's tests read the other one
+	spec.extra = w.authRoutes(pwFile, auditLog)
+	w.reloadGateway(t, spec)
+	t.Cleanup(func() { w.reloadGateway(t, w.spec) })
+
+	for _, host := range []string{basicAuthHost, tokenAuthHost} {
+		for range 2 {
+			w.mustPullSkopeo(t, host, w.gatewayCerts)
+		}
+	}
+	if n := ts.requests("repository:" + imageRepo + ":pull"); n != 1 {
+		t.Errorf("the token service was asked %d times for repository:%s:pull in two pulls, want 1", n, imageRepo)
+	}
+	for _, route := range []string{"basicauth", "tokenauth"} {
+		rec := waitAuditFile(t, auditLog, func(r auditRecord) bool {
+			return r.Route == route && r.Kind == "manifest" && r.Reference == imageTag && r.Status == http.StatusOK
+		})
+		if rec.Auth != "gateway" || rec.Digest != w.image.digest.String() {
+			t.Errorf("audit record of %s's manifest pull: %+v, want auth gateway and digest %s", route, rec, w.image.digest)
+		}
+	}
+	for _, r := range regs {
+		if line := waitAuthorizedLog(t, r, "/v2/"+imageRepo+"/manifests/"+imageTag); !strings.Contains(line, "remoteaddr="+nodeAddr) {
+			t.Errorf("%s authorized the pull without the node's address %s:\n%s", r.name, nodeAddr, line)
+		}
+	}
+	before := ts.total()
+	conn, err := tlsDialIn(w.node, bastionAddr+":443", w.gatewayTLS(t, tokenAuthHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	status, _, err := roundTrip(conn, "https://"+tokenAuthHost+"/v2/other/app/manifests/"+imageTag)
+	if err != nil || status != http.StatusForbidden {
+		t.Errorf("GET outside http.repositories: %d (%v), want 403", status, err)
+	}
+	if n := ts.total() - before; n != 0 {
+		t.Errorf("the token service was asked %d times for a refused repository, want 0", n)
+	}
+}
+
+// tokenSvc is a token service after the distribution token
+// specification, listening in the registry namespace: Basic credentials
+// of authUser get an ES256 JWT granting what the scopes ask, signed by a
+// key whose certificate the registry trusts.
+type tokenSvc struct {
+	srv      *http.Server
+	signer   *jwtSigner
+	certFile string
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+const (
+	e2eTokenService = "e2e-jwt-registry"
+	e2eTokenIssuer  = "e2e-jwt-issuer"
+)
+
+func startTokenSvc(t *testing.T, w *world, pki string) *tokenSvc {
+	t.Helper()
+	signer, certFile, err := newJWTSigner(pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := w.registryCA.issue(pki, "tokensvc", hostOf(tokenSvcAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(kp.certFile, kp.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ln net.Listener
+	if err := w.registry.do(func() (err error) { ln, err = net.Listen("tcp", tokenSvcAddr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	ts := &tokenSvc{signer: signer, certFile: certFile, counts: map[string]int{}}
+	ts.srv = &http.Server{Handler: http.HandlerFunc(ts.serve), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ts.srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = ts.srv.Close(); <-done })
+	return ts
+}
+
+func (ts *tokenSvc) serve(w http.ResponseWriter, r *http.Request) {
+	scopes := r.URL.Query()["scope"]
+	ts.mu.Lock()
+	ts.counts[strings.Join(scopes, " ")]++
+	ts.mu.Unlock()
+	user, pw, ok := r.BasicAuth()
+	if !ok || user != authUser || pw != authPassword || r.URL.Query().Get("service") != e2eTokenService {
+		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"token":%q,"expires_in":300}`, ts.signer.sign(user, scopes))
+}
+
+func (ts *tokenSvc) requests(scope string) int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.counts[scope]
+}
+
+func (ts *tokenSvc) total() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	n := 0
+	for _, c := range ts.counts {
+		n += c
+	}
+	return n
+}
