@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/snigate/snigate/internal/memregistry"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -182,6 +183,18 @@ func TestAuditFloodBounded(t *testing.T) {
 	if _, err := memregistry.PullImage(context.Background(), name.MustParseReference(registryName+"/team/app:v1"), w.node(t, "h2").Transport); err != nil {
 		t.Fatal(err)
 	}
+	// The records are written off the request path: wait for the pull's
+	// (the manifest and two blobs), then check every one of them.
+	testkit.Poll(t, "the pull's audit records", func() bool {
+		var manifests, blobs int
+		for _, l := range w.audit.sink.lines()[before:] {
+			if strings.Contains(l, `"status":200`) {
+				manifests += strings.Count(l, `"kind":"manifest"`)
+				blobs += strings.Count(l, `"kind":"blob"`)
+			}
+		}
+		return manifests >= 1 && blobs >= 2
+	})
 	checkPullAudited(t, w.audit.sink.lines()[before:])
 }
 
