@@ -35,8 +35,11 @@ type AuditRecord struct {
 	Bytes    int64         // response body bytes written to the node
 	Duration time.Duration // until the answer ended
 	Cache    string        // hit, miss, bypass, offline; "" without a cache
-	Upstream string        // the upstream that answered, "" if none did
-	Error    string        // what went wrong, "" when nothing did
+	// Signature is the signature policy's result (verified, unsigned,
+	// invalid, skipped, error); "" without routes[].http.verify.
+	Signature string
+	Upstream  string // the upstream that answered, "" if none did
+	Error     string // what went wrong, "" when nothing did
 	// Refusal is the policy's reason (host, method, repository) when
 	// the gateway refused the request itself: such records are
 	// aggregated per client (DefaultAuditRefusalWindow). "": not refused.
@@ -62,6 +65,7 @@ type auditLine struct {
 	Bytes      int64    `json:"bytes"`
 	DurationMS float64  `json:"duration_ms"`
 	Cache      string   `json:"cache"`
+	Signature  string   `json:"signature"`
 	Upstream   string   `json:"upstream"`
 	Error      string   `json:"error"`
 	// Conn joins the record to its connection's log line (`conn`).
@@ -79,7 +83,7 @@ func (r *AuditRecord) line() auditLine {
 		Time: r.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Route: r.Route, Client: r.Client, Node: r.Node,
 		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference, From: r.API.From,
 		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
-		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Upstream: r.Upstream, Error: r.Error,
+		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Signature: r.Signature, Upstream: r.Upstream, Error: r.Error,
 		Conn: r.Conn,
 	}.bounded()
 }
