@@ -69,6 +69,7 @@ var knownMetrics = map[string][]string{
 	"snigate_http_audit_dropped_total":                     {"reason"},
 	"snigate_http_h2_reset_floods_total":                   {"route"},
 	"snigate_cache_requests_total":                         {"route", "result"},
+	"snigate_verify_total":                                 {"route", "result"},
 	"snigate_cache_bytes":                                  {"route"},
 	"snigate_cache_upstream_bytes_total":                   {"route"},
 	"snigate_cache_entries":                                {"route"},

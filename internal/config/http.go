@@ -23,7 +23,8 @@ type HTTP struct {
 	// although they are loopback, link-local, unspecified, multicast or
 	// the gateway's own; empty: none of those.
 	RedirectAllow []netip.Prefix
-	Cache         *Cache // nil: no cache
+	Cache         *Cache  // nil: no cache
+	Verify        *Verify // nil: no signature policy
 }
 
 // Cache is routes[].http.cache: the content-addressed store of blobs and
@@ -60,7 +61,7 @@ func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache")
+	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache", "verify")
 	h := &HTTP{
 		Forwarded:    p.boolAt(f, "forwarded", true),
 		Methods:      p.methods(f),
@@ -68,6 +69,7 @@ func (p *parser) http(route fields, mode string, hosts []string) *HTTP {
 		AuditLog:     p.auditLog(f),
 		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, RedirectsFollow, RedirectsPass),
 		Cache:        p.cache(f),
+		Verify:       p.verify(f, hosts),
 	}
 	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
 	return h

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/httpverify"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/sni"
@@ -73,6 +74,8 @@ func TestConfigEnumsMatchPackages(t *testing.T) {
 		{"proxy_protocol none", "", sni.ProxyProtocolNone},
 		{"proxy_protocol v1", config.ProxyProtocolV1, sni.ProxyProtocolV1},
 		{"proxy_protocol v2", config.ProxyProtocolV2, sni.ProxyProtocolV2},
+		{"verify.mode enforce", config.VerifyEnforce, httpverify.ModeEnforce},
+		{"verify.mode audit", config.VerifyAudit, httpverify.ModeAudit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

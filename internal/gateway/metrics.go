@@ -9,6 +9,7 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/httpverify"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
@@ -27,6 +28,7 @@ type metrics struct {
 	admin    *admin.Metrics
 	http     *httpbridge.Metrics
 	cache    *regcache.Metrics
+	verify   *httpverify.Metrics
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -48,6 +50,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		admin:    admin.NewMetrics(reg),
 		http:     httpbridge.NewMetrics(reg),
 		cache:    regcache.NewMetrics(reg),
+		verify:   httpverify.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
@@ -147,15 +150,20 @@ func (m *metrics) initRoutes(cfg *config.Config, l listenerLabels) {
 func (m *metrics) prune(old, cur *config.Config) {
 	kept := make(map[string][]string, len(cur.Routes)) // route -> upstreams
 	clientAuthKept := make(map[string]bool)
+	verifyKept := make(map[string]bool)
 	for _, r := range cur.Routes {
 		kept[r.Name] = r.Upstreams
 		clientAuthKept[r.Name] = r.Serve.ClientCA != ""
+		verifyKept[r.Name] = hasVerify(r)
 	}
 	for _, r := range old.Routes {
 		ups, ok := kept[r.Name]
 		if !ok {
 			m.deleteRoute(r.Name)
 			continue
+		}
+		if hasVerify(r) && !verifyKept[r.Name] {
+			m.verify.DeleteRoute(r.Name)
 		}
 		if r.Serve.ClientCA != "" && !clientAuthKept[r.Name] {
 			m.sni.DeleteClientAuth(r.Name)
@@ -175,4 +183,5 @@ func (m *metrics) deleteRoute(route string) {
 	m.certs.DeleteRoute(route)
 	m.admin.DeleteRoute(route)
 	m.http.DeleteRoute(route)
+	m.verify.DeleteRoute(route)
 }
