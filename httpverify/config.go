@@ -34,10 +34,11 @@ type Config struct {
 
 // Verify is a route's signature policy: the link of its HTTP chain.
 type Verify struct {
-	cfg     Config
-	trusted map[string]bool // the keys' fingerprints
-	dec     *decisions
-	warn    warnLimiter
+	cfg      Config
+	trusted  map[string]bool // the keys' fingerprints
+	dec      *decisions
+	checking keyLocks // one signature check per digest at a time
+	warn     warnLimiter
 }
 
 // New returns the route's policy; the decisions file is read now.

@@ -16,11 +16,16 @@ import (
 // digest's content, tells what a verified manifest references.
 func (v *Verify) decide(r *http.Request, next http.Handler, repo, digest string, body []byte) outcome {
 	key := repo + "@" + digest
-	if d, ok := v.dec.lookup(key, v.trusted); ok {
-		if body != nil && d.Blobs == nil && d.Children == nil {
-			v.remember(key, d, body)
-		}
-		return outcome{result: ResultVerified, keys: d.Keys}
+	if o, ok := v.remembered(key, body); ok {
+		return o
+	}
+	unlock, err := v.checking.lock(r.Context(), key)
+	if err != nil {
+		return outcome{result: ResultError, reason: fmt.Sprintf("the node left while its signatures were checked: %v", err)}
+	}
+	defer unlock()
+	if o, ok := v.remembered(key, body); ok { // decided while this request waited
+		return o
 	}
 	c := &checker{keys: v.cfg.Keys, f: fetcher{next: next, node: r}, repo: repo, dig: digest}
 	o := c.check()
@@ -28,6 +33,19 @@ func (v *Verify) decide(r *http.Request, next http.Handler, repo, digest string,
 		v.remember(key, &decision{Keys: o.keys}, body)
 	}
 	return o
+}
+
+// remembered is key's remembered decision, if it holds; body (the
+// manifest's content, or nil) completes what it references.
+func (v *Verify) remembered(key string, body []byte) (outcome, bool) {
+	d, ok := v.dec.lookup(key, v.trusted)
+	if !ok {
+		return outcome{}, false
+	}
+	if body != nil && d.Blobs == nil && d.Children == nil {
+		v.remember(key, d, body)
+	}
+	return outcome{result: ResultVerified, keys: d.Keys}, true
 }
 
 // remember records a verified decision with what body (nil: not seen)

@@ -2,6 +2,7 @@ package httpverify
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -32,7 +33,7 @@ func newWorld(t *testing.T, cfg Config, keys ...*signer) *world {
 	for _, k := range keys {
 		cfg.Keys = append(cfg.Keys, k.key)
 	}
-	cfg.Route, cfg.Metrics = "registry", w.m
+	cfg.Route, cfg.Metrics, cfg.Log = "registry", w.m, slog.New(slog.DiscardHandler)
 	v, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

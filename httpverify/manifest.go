@@ -15,7 +15,8 @@ const (
 	// MaxDescriptors is how many entries of a manifest's layers, an
 	// index's manifests or a referrers list are looked at.
 	MaxDescriptors = 1024
-	// MaxSignatures is how many signatures are tried for one digest.
+	// MaxSignatures is how many signatures (and referrer manifests) are
+	// tried for one digest, every form together.
 	MaxSignatures = 16
 )
 

@@ -84,8 +84,11 @@ func (c *checker) referrerForm() {
 	tried := 0
 	for _, d := range refs {
 		kind := signatureKind(d.ArtifactType)
-		if kind == "" || tried >= MaxSignatures || len(c.keysOK) > 0 {
+		if kind == "" {
 			continue
+		}
+		if tried >= MaxSignatures || !c.more() {
+			return
 		}
 		tried++
 		m, err := c.f.manifest(c.repo, d.Digest)
@@ -108,8 +111,8 @@ func (c *checker) referrerForm() {
 // simpleSigningLayers checks the layers of a cosign signature manifest:
 // each a simple-signing payload signed in its annotation.
 func (c *checker) simpleSigningLayers(m Manifest) {
-	for i, l := range m.Layers {
-		if i >= MaxSignatures || len(c.keysOK) > 0 {
+	for _, l := range m.Layers {
+		if !c.more() {
 			return
 		}
 		sigB64, ok := l.Annotations[annotationSignature]
@@ -140,8 +143,8 @@ func (c *checker) simpleSigningLayers(m Manifest) {
 // bundleLayers checks the layers of a sigstore bundle referrer: a DSSE
 // envelope over an in-toto statement whose subject is the digest.
 func (c *checker) bundleLayers(m Manifest) {
-	for i, l := range m.Layers {
-		if i >= MaxSignatures || len(c.keysOK) > 0 {
+	for _, l := range m.Layers {
+		if !c.more() {
 			return
 		}
 		c.found++
@@ -198,6 +201,12 @@ func (c *checker) verifyPayload(sig, msg []byte, content func() error) {
 		c.keysOK[fp] = true
 	}
 }
+
+// more reports whether another signature is to be tried: none verified
+// yet, and fewer than MaxSignatures tried for the digest (in every form
+// together), so that a registry listing thousands costs a bounded
+// number of reads.
+func (c *checker) more() bool { return len(c.keysOK) == 0 && c.found < MaxSignatures }
 
 func (c *checker) bad(err error) {
 	if c.invalid == nil {
