@@ -379,4 +379,15 @@ func TestVerifyWithCosign(t *testing.T) {
 			t.Errorf("offline, %s never verified: %d %s", repo, code, body)
 		}
 	}
+
+	// A restart while the registry is away: the decisions come back from
+	// the cache directory.
+	s.world.stop()
+	s.start()
+	if err := s.pull(t, "registry.test", "team/tagform", s.images["team/tagform"]); err != nil {
+		t.Errorf("offline after a restart, a verified image: %v", err)
+	}
+	if code, body := s.get(t, "registry.test", "/v2/team/fresh/manifests/"+s.images["team/fresh"]); code == http.StatusOK {
+		t.Errorf("offline after a restart, an image never verified: %d %s", code, body)
+	}
 }
