@@ -1,6 +1,8 @@
 package httpverify
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +18,9 @@ import (
 const MaxDecisions = 100000
 
 // DecisionsFile is the name of the decisions file in the route's
-// cache.dir.
-const DecisionsFile = "verify-decisions.json"
+// cache.dir: one JSON line per verified decision, appended as they are
+// made.
+const DecisionsFile = "verify-decisions.jsonl"
 
 // decision is what is remembered of a verified manifest: the keys that
 // verified it (or the index whose verified signature covers it), and the
@@ -50,29 +53,53 @@ func newDecisions(path string, log *slog.Logger) *decisions {
 	return d
 }
 
-// load reads the file; a missing one is empty, an unreadable or corrupt
-// one is logged and ignored (its decisions are made again).
+// load reads the file, one JSON line per decision (the last of a key
+// wins); a missing file is empty, lines that do not parse (a write cut
+// by a crash) are skipped and logged. A file of many more lines than
+// decisions is rewritten compacted.
 func (d *decisions) load() {
 	if d.path == "" {
 		return
 	}
-	b, err := os.ReadFile(d.path)
+	f, err := os.Open(d.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return
-	}
-	var m map[string]*decision
-	if err == nil {
-		err = json.Unmarshal(b, &m)
 	}
 	if err != nil {
 		d.log.Warn("signature decisions not loaded: they are made again", "path", d.path, "err", err)
 		return
 	}
-	for k, v := range m {
-		if v != nil && len(d.m) < MaxDecisions {
-			d.putLocked(k, v)
+	defer f.Close()
+	lines, bad := 0, 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxDecisionLine)
+	for sc.Scan() {
+		lines++
+		var l decisionLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Key == "" || l.Decision == nil {
+			bad++
+			continue
+		}
+		d.putLocked(l.Key, l.Decision)
+	}
+	if err := sc.Err(); err != nil || bad > 0 {
+		d.log.Warn("signature decisions partly loaded: the others are made again", "path", d.path, "skipped", bad, "err", err)
+	}
+	if lines > 2*len(d.m)+1000 {
+		if err := d.compactLocked(); err != nil {
+			d.log.Warn("signature decisions not compacted", "path", d.path, "err", err)
 		}
 	}
+}
+
+// maxDecisionLine bounds a line of the decisions file (an index of
+// MaxDescriptors manifests fits).
+const maxDecisionLine = 1 << 20
+
+// decisionLine is a line of the decisions file.
+type decisionLine struct {
+	Key      string    `json:"key"`
+	Decision *decision `json:"decision"`
 }
 
 // putLocked stores v as key's decision and indexes what it references.
@@ -141,39 +168,65 @@ func (d *decisions) blobAllowed(repo, blob string, trusted map[string]bool) bool
 	return false
 }
 
-// record stores key's decision and saves the file.
+// record stores key's decision and appends it to the file.
 func (d *decisions) record(key string, v *decision) {
 	d.mu.Lock()
 	d.putLocked(key, v)
-	snapshot, err := json.Marshal(d.m)
 	d.mu.Unlock()
-	if err == nil {
-		err = d.save(snapshot)
-	}
-	if err != nil {
-		d.log.Warn("signature decisions not saved: they are made again after a restart", "path", d.path, "err", err)
+	if err := d.appendLine(decisionLine{Key: key, Decision: v}); err != nil {
+		d.log.Warn("signature decision not saved: it is made again after a restart", "path", d.path, "err", err)
 	}
 }
 
-// save writes the file atomically (a temporary file renamed over it).
-func (d *decisions) save(b []byte) error {
+// appendLine appends l to the file (one write, O_APPEND: the lines of
+// two generations writing during a reload do not mix).
+func (d *decisions) appendLine(l decisionLine) error {
 	if d.path == "" {
 		return nil
 	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("save decision: %w", err)
+	}
+	f, err := os.OpenFile(d.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("save decision: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("save decision: %w", err)
+	}
+	return nil
+}
+
+// compactLocked rewrites the file with one line per decision (a
+// temporary file renamed over it).
+func (d *decisions) compactLocked() error {
+	var buf bytes.Buffer
+	for k, v := range d.m {
+		b, err := json.Marshal(decisionLine{Key: k, Decision: v})
+		if err != nil {
+			return fmt.Errorf("compact decisions: %w", err)
+		}
+		buf.Write(append(b, '\n'))
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(d.path), ".verify-decisions-*")
 	if err != nil {
-		return fmt.Errorf("save decisions: %w", err)
+		return fmt.Errorf("compact decisions: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
 		tmp.Close()
-		return fmt.Errorf("save decisions: %w", err)
+		return fmt.Errorf("compact decisions: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save decisions: %w", err)
+		return fmt.Errorf("compact decisions: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), d.path); err != nil {
-		return fmt.Errorf("save decisions: %w", err)
+		return fmt.Errorf("compact decisions: %w", err)
 	}
 	return nil
 }

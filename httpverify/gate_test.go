@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -283,5 +284,41 @@ func TestGateRegistryDownRefusesUnverified(t *testing.T) {
 	rec, facts := w.get(t, http.MethodGet, "/v2/team/app/manifests/"+d)
 	if rec.Code != http.StatusForbidden || facts.Signature == ResultVerified {
 		t.Fatalf("%d %q", rec.Code, facts.Signature)
+	}
+}
+
+// TestDecisionsFileCutByACrash: a last line cut short (a crash while
+// appending) loses that decision only; the others load.
+func TestDecisionsFileCutByACrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DecisionsFile)
+	w := newWorld(t, Config{DecisionsPath: path})
+	a := w.reg.pushImage(t, "team/app", "v1", "a")
+	b := w.reg.pushImage(t, "team/app", "v2", "b")
+	for _, d := range []string{a, b} {
+		w.reg.signTag(t, w.good, "team/app", d, nil, false)
+		if rec, _ := w.get(t, http.MethodGet, "/v2/team/app/manifests/"+d); rec.Code != http.StatusOK {
+			t.Fatalf("pull %s: %d", d, rec.Code)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines in the decisions file, want 2:\n%s", len(lines), data)
+	}
+	if err := os.WriteFile(path, []byte(lines[0]+lines[1][:len(lines[1])/2]), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(Config{Route: "registry", Keys: []Key{w.good.key}, DecisionsPath: path, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.dec.lookup("team/app@"+a, again.trusted); !ok {
+		t.Error("the whole first line was not loaded")
+	}
+	if _, ok := again.dec.lookup("team/app@"+b, again.trusted); ok {
+		t.Error("the cut line was loaded")
 	}
 }
