@@ -45,6 +45,7 @@ type decisions struct {
 	m       map[string]*decision
 	blobs   map[string]map[string]bool // repo@blob -> manifests (repo@digest) referencing it
 	covered map[string]string          // repo@manifest -> the index (repo@digest) listing it
+	compact bool                       // the file has many more lines than decisions
 }
 
 func newDecisions(path string, log *slog.Logger) *decisions {
@@ -56,7 +57,8 @@ func newDecisions(path string, log *slog.Logger) *decisions {
 // load reads the file, one JSON line per decision (the last of a key
 // wins); a missing file is empty, lines that do not parse (a write cut
 // by a crash) are skipped and logged. A file of many more lines than
-// decisions is rewritten compacted.
+// decisions is rewritten compacted by the next record (New writes
+// nothing: snigate check builds it too).
 func (d *decisions) load() {
 	if d.path == "" {
 		return
@@ -85,11 +87,7 @@ func (d *decisions) load() {
 	if err := sc.Err(); err != nil || bad > 0 {
 		d.log.Warn("signature decisions partly loaded: the others are made again", "path", d.path, "skipped", bad, "err", err)
 	}
-	if lines > 2*len(d.m)+1000 {
-		if err := d.compactLocked(); err != nil {
-			d.log.Warn("signature decisions not compacted", "path", d.path, "err", err)
-		}
-	}
+	d.compact = lines > 2*len(d.m)+1000
 }
 
 // maxDecisionLine bounds a line of the decisions file (an index of
@@ -172,8 +170,16 @@ func (d *decisions) blobAllowed(repo, blob string, trusted map[string]bool) bool
 func (d *decisions) record(key string, v *decision) {
 	d.mu.Lock()
 	d.putLocked(key, v)
-	d.mu.Unlock()
-	if err := d.appendLine(decisionLine{Key: key, Decision: v}); err != nil {
+	var err error
+	if d.compact && d.path != "" {
+		d.compact = false
+		err = d.compactLocked() // holds the lock: the file's one writer of this route meanwhile
+		d.mu.Unlock()
+	} else {
+		d.mu.Unlock()
+		err = d.appendLine(decisionLine{Key: key, Decision: v})
+	}
+	if err != nil {
 		d.log.Warn("signature decision not saved: it is made again after a restart", "path", d.path, "err", err)
 	}
 }

@@ -322,3 +322,27 @@ func TestDecisionsFileCutByACrash(t *testing.T) {
 		t.Error("the cut line was loaded")
 	}
 }
+
+// TestDecisionsFileCompacted: a file of many more lines than decisions
+// (one digest decided again and again, as after keys changed back and
+// forth) is not written by New, and is rewritten with one line per
+// decision by the next decision.
+func TestDecisionsFileCompacted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DecisionsFile)
+	line := `{"key":"team/app@sha256:` + strings.Repeat("a", 64) + `","decision":{"keys":["sha256:x"],"time":"2026-12-01T00:00:00Z"}}` + "\n"
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, 3000)), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, Config{DecisionsPath: path})
+	if b, _ := os.ReadFile(path); strings.Count(string(b), "\n") != 3000 {
+		t.Fatal("New wrote the decisions file")
+	}
+	d := w.reg.pushImage(t, "team/app", "v1", "a")
+	w.reg.signTag(t, w.good, "team/app", d, nil, false)
+	if rec, _ := w.get(t, http.MethodGet, "/v2/team/app/manifests/"+d); rec.Code != http.StatusOK {
+		t.Fatalf("pull: %d", rec.Code)
+	}
+	if b, _ := os.ReadFile(path); strings.Count(string(b), "\n") != 2 {
+		t.Fatalf("after a decision the file has %d lines, want 2 (compacted)", strings.Count(string(b), "\n"))
+	}
+}
