@@ -49,12 +49,12 @@ func (f fetcher) get(path, accept string, limit int) ([]byte, http.Header, error
 		req.Header.Set("Accept", accept)
 	}
 	rec := newRecorder(limit)
-	if err := serveInto(f.next, rec, req); err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", path, err)
-	}
+	err := serveInto(f.next, rec, req)
 	switch {
-	case rec.overflow:
+	case rec.overflow: // the proxy's copy aborted by the limit, or the cache's
 		return nil, nil, fmt.Errorf("GET %s: more than %d bytes", path, limit)
+	case err != nil:
+		return nil, nil, fmt.Errorf("GET %s: %w", path, err)
 	case rec.status == http.StatusNotFound:
 		return nil, nil, fmt.Errorf("GET %s: %w", path, errNotFound)
 	case rec.status < 200 || rec.status > 299:

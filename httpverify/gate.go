@@ -62,8 +62,8 @@ func (g *gate) blob(w http.ResponseWriter, r *http.Request, api oci.API) {
 // answer that is not 2xx (a 401 challenge, a 404) is passed as it is.
 func (g *gate) manifest(w http.ResponseWriter, r *http.Request, api oci.API) {
 	rec := newRecorder(MaxManifest)
-	if err := serveInto(g.next, rec, r); err != nil {
-		panic(http.ErrAbortHandler) // the node's answer is aborted as the proxy would have
+	if err := serveInto(g.next, rec, r); err != nil && !rec.overflow {
+		panic(http.ErrAbortHandler) // the upstream failed mid-answer: the node's is aborted as the proxy's would be
 	}
 	head := r.Method == http.MethodHead
 	if !rec.overflow && (rec.status < 200 || rec.status > 299) {

@@ -1,6 +1,7 @@
 package httpverify
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -132,5 +133,32 @@ func TestConcurrentPullsCheckSignaturesOnce(t *testing.T) {
 	wg.Wait()
 	if n := w.reg.count(sigTag); n != 1 {
 		t.Errorf("the signature tag was read %d times by %d concurrent pulls, want once", n, nodes)
+	}
+}
+
+// TestManifestTooLargeToVerify: a manifest answer past MaxManifest, from
+// a real server through a reverse proxy (which aborts its copy), is a
+// clear 403, not an aborted answer.
+func TestManifestTooLargeToVerify(t *testing.T) {
+	w := newWorld(t, Config{})
+	huge := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", mtManifest)
+		chunk := make([]byte, 64<<10)
+		for range MaxManifest/len(chunk) + 2 {
+			if _, err := rw.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	h := w.v.Wrap(proxyTo(t, huge), nil)
+	// As in a server (the proxy panics with http.ErrAbortHandler on a
+	// failed copy only there).
+	w.h = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), http.ServerContextKey, &http.Server{})))
+	})
+	rec, facts := w.get(t, http.MethodGet, "/v2/team/app/manifests/v1")
+	denied(t, rec, "larger than")
+	if facts.Signature != ResultError {
+		t.Fatalf("signature %q, want %q", facts.Signature, ResultError)
 	}
 }
