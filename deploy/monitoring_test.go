@@ -70,6 +70,7 @@ var knownMetrics = map[string][]string{
 	"snigate_http_h2_reset_floods_total":                   {"route"},
 	"snigate_http_auth_tokens_total":                       {"route", "result"},
 	"snigate_cache_requests_total":                         {"route", "result"},
+	"snigate_verify_total":                                 {"route", "result"},
 	"snigate_cache_bytes":                                  {"route"},
 	"snigate_cache_upstream_bytes_total":                   {"route"},
 	"snigate_cache_entries":                                {"route"},

@@ -37,8 +37,11 @@ type AuditRecord struct {
 	Bytes    int64         // response body bytes written to the node
 	Duration time.Duration // until the answer ended
 	Cache    string        // hit, miss, bypass, offline; "" without a cache
-	Upstream string        // the upstream that answered, "" if none did
-	Error    string        // what went wrong, "" when nothing did
+	// Signature is the signature policy's result (verified, unsigned,
+	// invalid, skipped, error); "" without routes[].http.verify.
+	Signature string
+	Upstream  string // the upstream that answered, "" if none did
+	Error     string // what went wrong, "" when nothing did
 	// Auth says whose credentials the request used: AuthGateway (an
 	// auth route), AuthNode (the node sent an Authorization) or AuthNone.
 	Auth string
@@ -67,6 +70,7 @@ type auditLine struct {
 	Bytes      int64    `json:"bytes"`
 	DurationMS float64  `json:"duration_ms"`
 	Cache      string   `json:"cache"`
+	Signature  string   `json:"signature"`
 	Upstream   string   `json:"upstream"`
 	Error      string   `json:"error"`
 	Auth       string   `json:"auth"` // gateway, node or ""
@@ -85,7 +89,7 @@ func (r *AuditRecord) line() auditLine {
 		Time: r.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Route: r.Route, Client: r.Client, Node: r.Node,
 		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference, From: r.API.From,
 		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
-		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Upstream: r.Upstream, Error: r.Error,
+		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Signature: r.Signature, Upstream: r.Upstream, Error: r.Error,
 		Auth: r.Auth, Conn: r.Conn,
 	}.bounded()
 }

@@ -39,7 +39,7 @@ func TestAuditLineFormat(t *testing.T) {
 	want := `{"time":"2026-12-01T07:00:00.123Z","route":"registry","client":"10.0.0.21:53312",` +
 		`"node":"system:node:worker-3","method":"GET","repository":"team/app",` +
 		`"kind":"manifest","reference":"v1.2","digest":"` + dgst + `","status":200,` +
-		`"bytes":1234,"duration_ms":12.5,"cache":"","upstream":"10.1.0.10:443","error":"","auth":""}`
+		`"bytes":1234,"duration_ms":12.5,"cache":"","signature":"","upstream":"10.1.0.10:443","error":"","auth":""}`
 	if got := a.sink.lines()[0]; got != want {
 		t.Errorf("line\n%s\nwant\n%s", got, want)
 	}

@@ -98,7 +98,7 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	rec := &AuditRecord{
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
 		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
-		Cache: facts.Cache, Upstream: up, Auth: rq.auth, Refusal: rq.refusal, Conn: nc.ID,
+		Cache: facts.Cache, Signature: facts.Signature, Upstream: up, Auth: rq.auth, Refusal: rq.refusal, Conn: nc.ID,
 	}
 	nc.UsedUpstream(up)
 	if err != nil {

@@ -18,6 +18,7 @@ type Annotation struct {
 
 	mu       sync.Mutex
 	cache    string // "hit", "miss", "bypass", "offline"; "": not a cache answer
+	sig      string // "verified", "unsigned", "invalid", "skipped", "error"; "": no signature policy
 	upstream string // the address of the upstream that answered
 	digest   string // the response's Docker-Content-Digest
 	err      error  // the first failure
@@ -27,11 +28,12 @@ type Annotation struct {
 
 // Facts is what an Annotation holds at the end of its request.
 type Facts struct {
-	Cache    string
-	Upstream string
-	Digest   string
-	Err      error
-	Aborted  bool // Err is the upstream's, mid-body: the node's connection ends as aborted by the upstream
+	Cache     string
+	Signature string // the signature policy's result; "": none decided
+	Upstream  string
+	Digest    string
+	Err       error
+	Aborted   bool // Err is the upstream's, mid-body: the node's connection ends as aborted by the upstream
 }
 
 type annotationKey struct{}
@@ -73,6 +75,12 @@ func (a *Annotation) API() API {
 // "bypass" or "offline".
 func (a *Annotation) SetCache(word string) {
 	a.set(func() { a.cache = word })
+}
+
+// SetSignature records the signature policy's result for the request:
+// "verified", "unsigned", "invalid", "skipped" or "error".
+func (a *Annotation) SetSignature(result string) {
+	a.set(func() { a.sig = result })
 }
 
 // SetUpstream records the address of the upstream that answered.
@@ -125,7 +133,7 @@ func (a *Annotation) Facts() Facts {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return Facts{Cache: a.cache, Upstream: a.upstream, Digest: a.digest, Err: a.err, Aborted: a.aborted}
+	return Facts{Cache: a.cache, Signature: a.sig, Upstream: a.upstream, Digest: a.digest, Err: a.err, Aborted: a.aborted}
 }
 
 func (a *Annotation) set(f func()) {

@@ -24,6 +24,14 @@ if ! have crictl; then
 	echo "test/deps.sh: building crictl (sigs.k8s.io/cri-tools v1.37.0) into /usr/local/bin"
 	GOBIN=/usr/local/bin GOFLAGS=-mod=mod go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
 fi
+# cosign (signs the images of the signature policy's tests,
+# internal/gateway TestVerifyWithCosign) is built from the Go module proxy,
+# pinned, into /opt/snigate-tools/bin where the tests look for it.
+if [ ! -x /opt/snigate-tools/bin/cosign ]; then
+	echo "test/deps.sh: building cosign (github.com/sigstore/cosign/v3 v3.1.3) into /opt/snigate-tools/bin"
+	mkdir -p /opt/snigate-tools/bin
+	GOBIN=/opt/snigate-tools/bin GOFLAGS=-mod=mod go install github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
+fi
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2

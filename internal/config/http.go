@@ -23,8 +23,9 @@ type HTTP struct {
 	// although they are loopback, link-local, unspecified, multicast or
 	// the gateway's own; empty: none of those.
 	RedirectAllow []netip.Prefix
-	Cache         *Cache // nil: no cache
-	Auth          *Auth  // nil: the node's Authorization passes to the registry
+	Cache         *Cache  // nil: no cache
+	Auth          *Auth   // nil: the node's Authorization passes to the registry
+	Verify        *Verify // nil: no signature policy
 }
 
 // Cache is routes[].http.cache: the content-addressed store of blobs and
@@ -65,7 +66,7 @@ func (p *parser) http(route fields, mode string, hosts, sni []string) *HTTP {
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache", "auth")
+	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache", "auth", "verify")
 	h := &HTTP{
 		Forwarded:    p.boolAt(f, "forwarded", DefaultForwarded),
 		Methods:      p.methods(f),
@@ -74,6 +75,7 @@ func (p *parser) http(route fields, mode string, hosts, sni []string) *HTTP {
 		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, redirectsValues...),
 		Cache:        p.cache(f),
 		Auth:         p.auth(f, sni),
+		Verify:       p.verify(f, hosts),
 	}
 	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
 	return h

@@ -26,6 +26,7 @@ var (
 	checkValues         = []string{CheckTCP, CheckTLS, CheckHTTP}
 	proxyProtocolValues = []string{"", ProxyProtocolV1, ProxyProtocolV2}
 	redirectsValues     = []string{RedirectsFollow, RedirectsPass}
+	verifyModeValues    = []string{VerifyEnforce, VerifyAudit}
 )
 
 var keys = []Key{
@@ -62,6 +63,7 @@ var keys = []Key{
 	{Path: "routes[].http.methods", Default: DefaultMethods},
 	{Path: "routes[].http.redirects", Default: RedirectsFollow, Values: redirectsValues},
 	{Path: "routes[].http.cache.max_size", Default: DefaultCacheMaxSize},
+	{Path: "routes[].http.verify.mode", Default: VerifyEnforce, Values: verifyModeValues},
 }
 
 // Keys returns every key with a default or a closed set of values; the

@@ -57,6 +57,14 @@ func TestDoctor(t *testing.T) {
 			},
 			want: []string{"FAIL manifest GET https://registry.test:", "403 Forbidden (DENIED: repository team/app is not allowed on route registry)",
 				"fix: reading team/app is refused: on the gateway, add it to the route's http.repositories"}},
+		{name: "manifest refused by the gateway's signature policy", failStep: "manifest",
+			setup: func(t *testing.T, w *world, c *Config) {
+				c.Name = w.image()
+				w.manifestStatus(http.StatusForbidden, `{"errors":[{"code":"DENIED","message":"image team/app@sha256:`+strings.Repeat("ab", 32)+
+					` refused by the signature policy of route \"registry\": unsigned: no cosign signature (tag sha256-`+strings.Repeat("ab", 32)+`.sig or an OCI referrer) exists for it"}]}`)
+			},
+			want: []string{"403 Forbidden (DENIED: image team/app@sha256:abab", "refused by the signature policy of route \"registry\": unsigned: no cosign signature",
+				"fix: the gateway's signature policy refused team/app:1 (the reason above): sign the image with a key listed in the route's http.verify.cosign.keys"}},
 		{name: "manifest of an unknown image", failStep: "manifest",
 			setup: func(t *testing.T, w *world, c *Config) {
 				c.Name = w.image()

@@ -21,6 +21,11 @@ func (r *run) manifestFailure(u string, resp *http.Response, body []byte, err er
 		res.Found += " (" + msg + ")"
 	}
 	image := r.t.repo + ":" + r.t.ref
+	if resp.StatusCode == http.StatusForbidden && strings.Contains(res.Found, SignaturePolicyRefusal) {
+		res.Advice = "the gateway's signature policy refused " + image + " (the reason above): sign the image with a key listed in the route's " +
+			"http.verify.cosign.keys (cosign sign --key), or leave its repository out of http.verify.repositories"
+		return res
+	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		res.Status = Warn
@@ -38,6 +43,14 @@ func (r *run) manifestFailure(u string, resp *http.Response, body []byte, err er
 	}
 	return res
 }
+
+// SignaturePolicyRefusal is in the message of the gateway's refusals by
+// its signature policy (routes[].http.verify).
+const SignaturePolicyRefusal = "refused by the signature policy"
+
+// maxOCIErrors bounds the codes and messages of an error body shown: a
+// signature refusal names the image by digest and the reason.
+const maxOCIErrors = 400
 
 // ociErrors is the codes and messages of an OCI error body, "" if body is
 // not one.
@@ -59,7 +72,7 @@ func ociErrors(body []byte) string {
 		}
 		parts = append(parts, p)
 	}
-	if s := strings.Join(parts, "; "); len(s) <= 200 {
+	if s := strings.Join(parts, "; "); len(s) <= maxOCIErrors {
 		return s
 	}
 	return fmt.Sprintf("%d errors", len(parts))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/httpverify"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/oci"
@@ -60,6 +61,7 @@ var counterparts = map[string]counterpart{
 	"routes[].http.forwarded":       {configOnly: "httpbridge.Config.Forwarded is a plain bool (false: not set)"},
 	"routes[].http.methods":         {pkg: []any{oci.DefaultMethods()}},
 	"routes[].http.redirects":       {pkg: []any{httpbridge.DefaultRedirects}, values: []string{httpbridge.RedirectsFollow, httpbridge.RedirectsPass}},
+	"routes[].http.verify.mode":     {pkg: []any{httpverify.ModeEnforce}, values: []string{httpverify.ModeEnforce, httpverify.ModeAudit}},
 	"routes[].http.cache.max_size":  {configOnly: "regcache.Config.MaxSize is required"},
 }
 

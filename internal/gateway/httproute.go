@@ -83,6 +83,9 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 	if err != nil {
 		return nil, err
 	}
+	if chain, err = b.verifyChain(rc, chain); err != nil {
+		return nil, err
+	}
 	auth, err := b.httpAuth(rc)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/httpverify"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
@@ -29,6 +30,7 @@ type metrics struct {
 	http     *httpbridge.Metrics
 	cache    *regcache.Metrics
 	auth     *regauth.Metrics // routes[].http.auth: snigate_http_auth_tokens_total
+	verify   *httpverify.Metrics
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -51,6 +53,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		http:     httpbridge.NewMetrics(reg),
 		cache:    regcache.NewMetrics(reg),
 		auth:     regauth.NewMetrics(reg),
+		verify:   httpverify.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
@@ -157,16 +160,21 @@ func (m *metrics) prune(old, cur *config.Config) {
 	kept := make(map[string][]string, len(cur.Routes)) // route -> upstreams
 	clientAuthKept := make(map[string]bool)
 	authKept := make(map[string]bool)
+	verifyKept := make(map[string]bool)
 	for _, r := range cur.Routes {
 		kept[r.Name] = r.Upstreams
 		clientAuthKept[r.Name] = r.Serve.ClientCA != ""
 		authKept[r.Name] = hasAuth(r)
+		verifyKept[r.Name] = hasVerify(r)
 	}
 	for _, r := range old.Routes {
 		ups, ok := kept[r.Name]
 		if !ok {
 			m.deleteRoute(r.Name)
 			continue
+		}
+		if hasVerify(r) && !verifyKept[r.Name] {
+			m.verify.DeleteRoute(r.Name)
 		}
 		if r.Serve.ClientCA != "" && !clientAuthKept[r.Name] {
 			m.sni.DeleteClientAuth(r.Name)
@@ -190,4 +198,5 @@ func (m *metrics) deleteRoute(route string) {
 	m.admin.DeleteRoute(route)
 	m.http.DeleteRoute(route)
 	m.auth.DeleteRoute(route)
+	m.verify.DeleteRoute(route)
 }
