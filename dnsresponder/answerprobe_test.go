@@ -98,7 +98,14 @@ func TestAnswerCheckHandshake(t *testing.T) {
 			}))
 		}},
 		{name: "accepts and closes", wantErr: "EOF", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, func(net.Conn) {})
+			// Half-closed, then read to the end: a close with the
+			// ClientHello unread would reset the connection instead
+			// (read: connection reset by peer, under load).
+			return probeServer(t, func(c net.Conn) {
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				c.(*net.TCPConn).CloseWrite()
+				io.Copy(io.Discard, c)
+			})
 		}},
 		{name: "answers plain HTTP", wantErr: "tls handshake", addr: func(t *testing.T) netip.AddrPort {
 			return probeServer(t, func(c net.Conn) { c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) })
