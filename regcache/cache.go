@@ -64,6 +64,7 @@ type Cache struct {
 	closed      bool
 	unavailable error // why the directory could not be opened, nil when fine
 
+	tags        tags // remembered tags (tags.go)
 	counts      counts
 	hooks       hooks                           // tests only
 	faultLogged [len(faultReasons)]atomic.Int64 // unix nanos of the last Error line per reason

@@ -120,7 +120,7 @@ func (b *builder) httpChain(rc *config.Route) (httpbridge.Chain, error) {
 	if err != nil || store == nil {
 		return nil, err
 	}
-	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: cacheStore{c: store}, Offline: c.Offline, Log: b.log})
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: cacheStore{c: store}, Offline: c.Offline, Tags: c.Tags, Log: b.log})
 	if err != nil {
 		return nil, err
 	}
