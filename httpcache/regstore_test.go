@@ -49,3 +49,7 @@ func (s regStore) LookupTag(repository, tag string) (string, time.Time, bool) {
 	t, ok := s.c.LookupTag(repository, tag)
 	return t.Digest, t.Confirmed, ok
 }
+
+var _ FillWatcher = regStore{}
+
+func (s regStore) Filling(digest string) bool { return s.c.Filling(digest) }

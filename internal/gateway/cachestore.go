@@ -50,3 +50,7 @@ func (s cacheStore) LookupTag(repository, tag string) (string, time.Time, bool) 
 	t, ok := s.c.LookupTag(repository, tag)
 	return t.Digest, t.Confirmed, ok
 }
+
+var _ httpcache.FillWatcher = cacheStore{}
+
+func (s cacheStore) Filling(digest string) bool { return s.c.Filling(digest) }
