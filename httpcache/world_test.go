@@ -182,7 +182,7 @@ type worldOpts struct {
 	// redirectRoots, when set, are the roots trusted on redirects (the
 	// bridge's RedirectRoots).
 	redirectRoots bool
-	maxSize       int64 // the store's MaxSize; 0: 1 GiB
+	maxSize       int64            // the store's MaxSize; 0: 1 GiB
 	tags          time.Duration    // Config.Tags
 	now           func() time.Time // Config.NowFunc
 }
