@@ -66,6 +66,7 @@ type gatewaySpec struct {
 	auditLog    string        // the HTTP route's audit log file
 	cacheDir    string        // route cache's http.cache.dir
 	offline     bool          // route cache's http.cache.offline
+	tags        string        // route cache's http.cache.tags; "": absent
 }
 
 // Health check timing of both routes: an upstream is down after
@@ -106,6 +107,9 @@ routes:
         max_size: 2GiB
         offline: %t
 `, g.auditLog, g.cacheDir, g.offline))
+	if g.tags != "" {
+		fmt.Fprintf(&b, "        tags: %s\n", g.tags)
+	}
 	return b.String()
 }
 
