@@ -64,7 +64,8 @@ type Cache struct {
 	closed      bool
 	unavailable error // why the directory could not be opened, nil when fine
 
-	tags        tags // remembered tags (tags.go)
+	pinned      map[string]bool // hex digests never evicted (pin.go)
+	tags        tags            // remembered tags (tags.go)
 	counts      counts
 	hooks       hooks                           // tests only
 	faultLogged [len(faultReasons)]atomic.Int64 // unix nanos of the last Error line per reason
