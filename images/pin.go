@@ -1,0 +1,138 @@
+package images
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/snigate/snigate/oci"
+)
+
+// PinStore is a store whose content can be kept from eviction.
+type PinStore interface {
+	// AddPinned keeps digests from eviction.
+	AddPinned(digests []string)
+	// SetPinned replaces the digests kept from eviction.
+	SetPinned(digests []string)
+}
+
+// Pinner keeps a route's pinned images (routes[].http.cache.pin) in its
+// cache: Run fetches each (every platform) through the route's chain,
+// pins everything it needs as it goes, and, once every image was tried,
+// pins exactly those digests (content of images no longer pinned may be
+// evicted again). An image the registry cannot give now is pinned as
+// far as the cache holds it (Check). Progress goes to the log and to
+// Progress.
+type Pinner struct {
+	Route Route
+	Pins  []oci.Reference
+	Store PinStore
+	Log   *slog.Logger // nil: slog.Default()
+
+	mu       sync.Mutex
+	progress map[string]Progress // by image, the last report of the run
+	running  bool
+}
+
+// Run fetches and pins the images, then returns (nil: it is done; a
+// cancelled ctx ends it early, keeping the pins it had).
+func (p *Pinner) Run(ctx context.Context) error {
+	log := p.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	p.setRunning(true)
+	defer p.setRunning(false)
+	var all []string
+	for _, ref := range p.Pins {
+		digests := p.pinOne(ctx, log, ref)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		all = append(all, digests...)
+	}
+	p.Store.SetPinned(all)
+	return nil
+}
+
+// pinOne warms ref, pins what it needs and returns those digests.
+func (p *Pinner) pinOne(ctx context.Context, log *slog.Logger, ref oci.Reference) []string {
+	name := ref.String()
+	log.Info("fetching a pinned image into the cache", "route", p.Route.Name, "image", name)
+	st := Warm(ctx, p.Route, name, ref, WarmOptions{Progress: func(pr Progress) { p.report(log, pr) }})
+	cst, plan := Check(ctx, p.Route, name, ref, nil)
+	if plan == nil {
+		log.Warn("pinned image not in the cache: the registry cannot give it now", "route", p.Route.Name,
+			"image", name, "err", firstNonEmpty(st.Error, cst.Error))
+		return nil
+	}
+	digests := plan.Digests()
+	p.Store.AddPinned(digests)
+	if !cst.Complete {
+		log.Warn("pinned image incomplete in the cache", "route", p.Route.Name, "image", name,
+			"digest", cst.Digest, "missing", len(cst.Missing), "err", st.Error)
+		return digests
+	}
+	log.Info("pinned image complete in the cache", "route", p.Route.Name, "image", name, "digest", cst.Digest,
+		"blobs", cst.Blobs, "bytes", cst.Bytes)
+	return digests
+}
+
+// report keeps pr and logs each blob that completes.
+func (p *Pinner) report(log *slog.Logger, pr Progress) {
+	p.mu.Lock()
+	if p.progress == nil {
+		p.progress = map[string]Progress{}
+	}
+	p.progress[pr.Image] = pr
+	p.mu.Unlock()
+	if pr.Blob != "" {
+		log.Info("pinned image: blob in the cache", "route", pr.Route, "image", pr.Image, "blob", pr.Blob,
+			"layers_done", pr.LayersDone, "layers", pr.Layers, "bytes_done", pr.BytesDone, "bytes", pr.Bytes)
+	}
+}
+
+func (p *Pinner) setRunning(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running = on
+	if on {
+		p.progress = map[string]Progress{}
+	}
+}
+
+// Progress returns the last report of each image being fetched while Run
+// goes on; nil once it is done.
+func (p *Pinner) Progress() map[string]Progress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.running {
+		return nil
+	}
+	out := make(map[string]Progress, len(p.progress))
+	for k, v := range p.progress {
+		if v.LayersDone < v.Layers {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Names are the pinned images as "repository:tag" or
+// "repository@digest", sorted.
+func (p *Pinner) Names() []string {
+	out := make([]string, 0, len(p.Pins))
+	for _, r := range p.Pins {
+		out = append(out, r.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
