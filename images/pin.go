@@ -1,10 +1,12 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/snigate/snigate/oci"
 )
@@ -29,14 +31,26 @@ type Pinner struct {
 	Pins  []oci.Reference
 	Store PinStore
 	Log   *slog.Logger // nil: slog.Default()
+	// Retry is how long Run waits before it tries again the images it
+	// could not complete (no healthy upstream yet at start, the registry
+	// away), doubling up to MaxPinRetry. Zero: DefaultPinRetry; negative:
+	// Run returns after one round.
+	Retry time.Duration
 
 	mu       sync.Mutex
 	progress map[string]Progress // by image, the last report of the run
 	running  bool
 }
 
-// Run fetches and pins the images, then returns (nil: it is done; a
-// cancelled ctx ends it early, keeping the pins it had).
+// DefaultPinRetry and MaxPinRetry bound the waits between a Pinner's
+// rounds while an image is incomplete.
+const (
+	DefaultPinRetry = 10 * time.Second
+	MaxPinRetry     = 10 * time.Minute
+)
+
+// Run fetches and pins the images, trying again (Retry) while one is
+// incomplete, and returns once all are complete (nil) or ctx ends.
 func (p *Pinner) Run(ctx context.Context) error {
 	log := p.Log
 	if log == nil {
@@ -44,20 +58,45 @@ func (p *Pinner) Run(ctx context.Context) error {
 	}
 	p.setRunning(true)
 	defer p.setRunning(false)
-	var all []string
-	for _, ref := range p.Pins {
-		digests := p.pinOne(ctx, log, ref)
+	wait := cmp.Or(p.Retry, DefaultPinRetry)
+	for {
+		if p.round(ctx, log) || p.Retry < 0 {
+			return nil
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		all = append(all, digests...)
+		log.Info("pinned images incomplete: trying again", "route", p.Route.Name, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, MaxPinRetry)
 	}
-	p.Store.SetPinned(all)
-	return nil
 }
 
-// pinOne warms ref, pins what it needs and returns those digests.
-func (p *Pinner) pinOne(ctx context.Context, log *slog.Logger, ref oci.Reference) []string {
+// round tries every image once and pins what they need; it reports
+// whether every image is complete.
+func (p *Pinner) round(ctx context.Context, log *slog.Logger) bool {
+	var all []string
+	complete := true
+	for _, ref := range p.Pins {
+		digests, ok := p.pinOne(ctx, log, ref)
+		if ctx.Err() != nil {
+			return false // the pins stay as they were
+		}
+		all, complete = append(all, digests...), complete && ok
+	}
+	p.Store.SetPinned(all)
+	return complete
+}
+
+// pinOne warms ref, pins what it needs and returns those digests; ok
+// when the image is complete.
+func (p *Pinner) pinOne(ctx context.Context, log *slog.Logger, ref oci.Reference) ([]string, bool) {
 	name := ref.String()
 	log.Info("fetching a pinned image into the cache", "route", p.Route.Name, "image", name)
 	st := Warm(ctx, p.Route, name, ref, WarmOptions{Progress: func(pr Progress) { p.report(log, pr) }})
@@ -65,18 +104,18 @@ func (p *Pinner) pinOne(ctx context.Context, log *slog.Logger, ref oci.Reference
 	if plan == nil {
 		log.Warn("pinned image not in the cache: the registry cannot give it now", "route", p.Route.Name,
 			"image", name, "err", firstNonEmpty(st.Error, cst.Error))
-		return nil
+		return nil, false
 	}
 	digests := plan.Digests()
 	p.Store.AddPinned(digests)
 	if !cst.Complete {
 		log.Warn("pinned image incomplete in the cache", "route", p.Route.Name, "image", name,
 			"digest", cst.Digest, "missing", len(cst.Missing), "err", st.Error)
-		return digests
+		return digests, false
 	}
 	log.Info("pinned image complete in the cache", "route", p.Route.Name, "image", name, "digest", cst.Digest,
 		"blobs", cst.Blobs, "bytes", cst.Bytes)
-	return digests
+	return digests, true
 }
 
 // report keeps pr and logs each blob that completes.

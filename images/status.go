@@ -12,16 +12,17 @@ import (
 
 // Status is what a route's cache holds of an image.
 type Status struct {
-	Image     string   `json:"image"`
-	Route     string   `json:"route"`
-	Digest    string   `json:"digest,omitempty"` // the image's manifest (or index)
-	Complete  bool     `json:"complete"`         // every manifest and blob is stored
-	Manifests int      `json:"manifests"`
-	Blobs     int      `json:"blobs"`
-	Bytes     int64    `json:"bytes"`             // of the blobs
-	Missing   []string `json:"missing,omitempty"` // the digests not stored
-	Pinned    bool     `json:"pinned,omitempty"`  // a cache.pin image
-	Error     string   `json:"error,omitempty"`   // why the image could not be read or fetched
+	Image     string    `json:"image"`
+	Route     string    `json:"route"`
+	Digest    string    `json:"digest,omitempty"` // the image's manifest (or index)
+	Complete  bool      `json:"complete"`         // every manifest and blob is stored
+	Manifests int       `json:"manifests"`
+	Blobs     int       `json:"blobs"`
+	Bytes     int64     `json:"bytes"`              // of the blobs
+	Missing   []string  `json:"missing,omitempty"`  // the digests not stored
+	Pinned    bool      `json:"pinned,omitempty"`   // a cache.pin image
+	Fetching  *Progress `json:"fetching,omitempty"` // a pin's fetch going on
+	Error     string    `json:"error,omitempty"`    // why the image could not be read or fetched
 }
 
 func (s Status) failed(err error) Status {

@@ -10,8 +10,8 @@ import (
 
 func newCtlCacheCmd(a *app, o *ctlOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cache [purge [DIGEST]]",
-		Short: "The http routes' caches: size, entries, hit ratio; purge one digest or everything",
+		Use:   "cache [purge [DIGEST] | warm REF... | status [REF...] | export REF... --out DIR | import DIR]",
+		Short: "The http routes' caches: size, entries, hit ratio; purge; warm, status, export and import images",
 		Long: `Print each http route's cache (routes[].http.cache): its directory, size
 against max_size, entries, hits, misses, bypasses and hit ratio, bytes fetched
 from upstream to fill it. "purge DIGEST" removes one digest from every cache,
@@ -51,5 +51,6 @@ finish their download; the next request fetches it again from the registry.`,
 			return o.write(a.stdout, st, func(w io.Writer) error { return admin.WriteCacheTable(w, st) })
 		},
 	})
+	cmd.AddCommand(newCtlCacheImageCmds(a, o)...)
 	return cmd
 }

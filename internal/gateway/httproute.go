@@ -104,6 +104,7 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		return nil, err
 	}
 	gen.bridges[rc.Name] = br
+	gen.pinImages(rc, b.log)
 	return br, nil
 }
 
