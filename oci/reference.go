@@ -79,10 +79,11 @@ var ErrImageReference = errors.New(`want host/repository:tag or host/repository@
 
 // ParseImageReference parses "host/repository:tag" or
 // "host/repository@digest": the first path component is the registry's
-// host (a name the gateway routes), never a repository component.
+// host (a name the gateway routes), which must look like one, as Docker
+// reads references: with a "." or a ":" (a port), or "localhost".
 func ParseImageReference(s string) (ImageReference, error) {
 	host, rest, ok := strings.Cut(s, "/")
-	if !ok || host == "" || strings.ContainsAny(host, "@ ") {
+	if !ok || host == "" || strings.ContainsAny(host, "@ ") || !strings.ContainsAny(host, ".:") && host != "localhost" {
 		return ImageReference{}, ErrImageReference
 	}
 	ref, err := ParseReference(rest)

@@ -1,6 +1,9 @@
 package oci
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseReference(t *testing.T) {
 	d := "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -43,6 +46,8 @@ func TestParseImageReference(t *testing.T) {
 		{name: "host and tag", in: "Registry.Example.com/team/app:v1", want: ImageReference{Host: "registry.example.com", Reference: Reference{Repository: "team/app", Tag: "v1"}}, ok: true},
 		{name: "host with port", in: "registry.example.com:5000/app:v1", want: ImageReference{Host: "registry.example.com:5000", Reference: Reference{Repository: "app", Tag: "v1"}}, ok: true},
 		{name: "no host", in: "app:v1"},
+		{name: "first component not a host", in: "team/app:v1"},
+		{name: "localhost", in: "localhost/app@sha256:" + strings.Repeat("a", 64), want: ImageReference{Host: "localhost", Reference: Reference{Repository: "app", Digest: "sha256:" + strings.Repeat("a", 64)}}, ok: true},
 		{name: "no tag", in: "registry.example.com/app"},
 	}
 	for _, tt := range tests {
