@@ -1,8 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,4 +69,149 @@ func TestCacheTagsOffline(t *testing.T) {
 			t.Errorf("a tag older than tags: %d %s (%v); want 503 saying its last confirmation is too old", status, body, err)
 		}
 	})
+}
+
+// TestCacheExportImport is issue 33's disk path end to end: `snigate ctl
+// cache warm` fills the cache (a progress bar in a terminal, checked
+// under tmux; plain lines otherwise), `status` says complete, `export`
+// writes an OCI layout (and refuses a non-empty directory without
+// --force); then, on an empty cache with the registries stopped, a
+// tampered copy of the layout is refused naming the blob with nothing
+// imported, the layout itself is imported, `status` says complete and
+// skopeo pulls the image by tag.
+func TestCacheExportImport(t *testing.T) {
+	w := getWorld(t)
+	spec := w.spec
+	spec.offline, spec.tags = true, "24h"
+	spec.cacheDir = filepath.Join(t.TempDir(), "cache-warm")
+	w.reloadGateway(t, spec)
+	t.Cleanup(func() { w.reloadGateway(t, w.spec) })
+	ref := cacheHost + "/" + imageRepo + ":" + imageTag
+	ctl := func(args ...string) result {
+		return w.gw.snigate(append([]string{"ctl", "--admin", adminAddr, "cache"}, args...)...)
+	}
+	w.checkWarmBar(t, ref)
+	if r := ctl("warm", ref); r.err != nil || !strings.Contains(r.out, "complete") {
+		t.Fatalf("warm (plain lines):\n%s", r)
+	}
+	if r := ctl("status", ref); r.err != nil || !strings.Contains(r.out, "complete") || strings.Contains(r.out, "incomplete") {
+		t.Fatalf("status after warm:\n%s", r)
+	}
+	disk := filepath.Join(t.TempDir(), "disk")
+	if r := ctl("export", ref, "--out", disk); r.err != nil {
+		t.Fatalf("export:\n%s", r)
+	}
+	if r := ctl("export", ref, "--out", disk); r.err == nil || !strings.Contains(r.String(), "--force") {
+		t.Fatalf("export into a non-empty directory without --force:\n%s", r)
+	}
+	tampered := filepath.Join(t.TempDir(), "tampered")
+	layer := copyLayoutTampered(t, disk, tampered, lastLayer(t, disk))
+
+	spec.cacheDir = filepath.Join(t.TempDir(), "cache-empty") // an empty cache, no tags remembered
+	w.reloadGateway(t, spec)
+	t.Cleanup(func() { w.restoreRegistries(t) })
+	w.regA.proc.kill()
+	w.regB.proc.kill()
+	if r := ctl("import", tampered); r.err == nil || !strings.Contains(r.String(), layer) || !strings.Contains(r.String(), "nothing imported") {
+		t.Fatalf("import of a tampered layout:\n%s", r)
+	}
+	if r := ctl("status", ref); r.err == nil {
+		t.Fatalf("status after a refused import says complete:\n%s", r)
+	}
+	if r := ctl("import", disk); r.err != nil {
+		t.Fatalf("import:\n%s", r)
+	}
+	if r := ctl("status", ref); r.err != nil || strings.Contains(r.out, "incomplete") {
+		t.Fatalf("status after import, registries stopped:\n%s", r)
+	}
+	dest := filepath.Join(t.TempDir(), "pulled")
+	if r := runCmd(skopeo(w.node, "copy", "--src-cert-dir", w.gatewayCerts, "docker://"+ref, "oci:"+dest+":"+imageTag)); r.err != nil {
+		t.Fatalf("pull by tag of the imported image, registries stopped:\n%s", r)
+	}
+	if got, err := ociIndexDigest(dest, imageTag); err != nil || got != w.image.digest.String() {
+		t.Fatalf("pulled %s (%v), pushed %s", got, err, w.image.digest)
+	}
+}
+
+// lastLayer is the last layer of the image of the OCI layout in dir.
+func lastLayer(t *testing.T, dir string) string {
+	t.Helper()
+	read := func(digest string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var idx struct {
+		Manifests []struct{ Digest string } `json:"manifests"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &idx)
+	}
+	if err != nil || len(idx.Manifests) != 1 {
+		t.Fatalf("the exported index.json: %s (%v)", b, err)
+	}
+	var m struct {
+		Layers []struct{ Digest string } `json:"layers"`
+	}
+	if err := json.Unmarshal(read(idx.Manifests[0].Digest), &m); err != nil || len(m.Layers) == 0 {
+		t.Fatalf("the exported manifest: %v", err)
+	}
+	return m.Layers[len(m.Layers)-1].Digest
+}
+
+// copyLayoutTampered copies the layout src to dst with one byte of
+// blob digest changed, and returns the digest.
+func copyLayoutTampered(t *testing.T, src, dst, digest string) string {
+	t.Helper()
+	if r := runCmd(exec.Command("cp", "-a", src, dst)); r.err != nil {
+		t.Fatal(r)
+	}
+	path := filepath.Join(dst, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:"))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return digest
+}
+
+// checkWarmBar runs `snigate ctl cache warm ref` in a tmux terminal and
+// checks its progress bar (layers, bytes, rate) in the pane.
+func (w *world) checkWarmBar(t *testing.T, ref string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Log("no tmux: the progress bar is not checked in a terminal")
+		return
+	}
+	session := fmt.Sprintf("sgE2E-warm-%d", os.Getpid())
+	argv := w.gw.ns.command(w.gw.bin, "ctl", "--admin", adminAddr, "cache", "warm", ref).Args
+	shell := strings.Join(argv, " ") + "; echo EXIT=$?; sleep 600"
+	if r := runCmd(exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "20", shell)); r.err != nil {
+		t.Fatalf("tmux:\n%s", r)
+	}
+	defer runCmd(exec.Command("tmux", "kill-session", "-t", session))
+	var pane string
+	err := poll(startTries, pollStep, func() error {
+		r := runCmd(exec.Command("tmux", "capture-pane", "-p", "-t", session))
+		pane = r.out
+		if !strings.Contains(pane, "EXIT=") {
+			return fmt.Errorf("warm still running:\n%s", pane)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := imageLayers + 1 // and the config
+	bar := regexp.MustCompile(`\[#+\] ` + strconv.Itoa(n) + `/` + strconv.Itoa(n) + ` layers \S+/\S+ \S+/s`)
+	t.Logf("ctl cache warm in tmux:\n%s", strings.TrimSpace(pane))
+	if !strings.Contains(pane, "EXIT=0") || !bar.MatchString(pane) {
+		t.Fatalf("warm in a terminal: no complete progress bar (layers, bytes, rate) or a failure:\n%s", pane)
+	}
 }
