@@ -11,6 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // TestCacheTagsOffline is issue 33's tags end to end: with offline and
@@ -214,4 +219,70 @@ func (w *world) checkWarmBar(t *testing.T, ref string) {
 	if !strings.Contains(pane, "EXIT=0") || !bar.MatchString(pane) {
 		t.Fatalf("warm in a terminal: no complete progress bar (layers, bytes, rate) or a failure:\n%s", pane)
 	}
+}
+
+// TestCachePinSurvivesMaxSize: an image in cache.pin is fetched when the
+// configuration names it (logged, and `snigate ctl cache status` lists
+// it complete and pinned), and stays complete when another image that
+// fits in max_size alone, not beside it, is warmed: without the pin, the
+// pinned image's content was evicted for it.
+func TestCachePinSurvivesMaxSize(t *testing.T) {
+	w := getWorld(t)
+	w.pushSmallImage(t, "e2e/other", 30<<10) // fits in max_size alone, not beside the pinned image
+	spec := w.spec
+	spec.cacheDir = filepath.Join(t.TempDir(), "cache-pin")
+	spec.maxSize, spec.pin = "40KiB", []string{imageRepo + ":" + imageTag} // the pinned image is 13 KiB
+	w.reloadGateway(t, spec)
+	t.Cleanup(func() { w.reloadGateway(t, w.spec) })
+	ctl := func(args ...string) result {
+		return w.gw.snigate(append([]string{"ctl", "--admin", adminAddr, "cache"}, args...)...)
+	}
+	err := poll(startTries, pollStep, func() error {
+		found := false
+		_ = w.gw.logEvents(func(e logEvent) { found = found || e.Msg == "pinned image complete in the cache" })
+		if !found {
+			return fmt.Errorf("no log line %q", "pinned image complete in the cache")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ctl("status"); r.err != nil || !strings.Contains(r.out, "complete (pinned)") {
+		t.Fatalf("status of the pinned images:\n%s", r)
+	}
+	r := ctl("warm", cacheHost+"/e2e/other:1")
+	t.Logf("warm of the other image (its layer does not fit beside the pinned image):\n%s", r)
+	if r := ctl("status", cacheHost+"/"+imageRepo+":"+imageTag); r.err != nil || strings.Contains(r.out, "incomplete") {
+		t.Fatalf("the pinned image after a larger one was warmed:\n%s", r)
+	}
+}
+
+// pushSmallImage pushes an image of one random layer of size bytes as
+// repo:1 to registry A and returns its digest.
+func (w *world) pushSmallImage(t *testing.T, repo string, size int64) string {
+	t.Helper()
+	l, err := random.Layer(size, types.OCILayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := oneLayerImage(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "small-image")
+	p, err := layout.Write(dir, empty.Index)
+	if err == nil {
+		err = p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: "1"}))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCmd(w.registry.command("skopeo", "--insecure-policy", "copy", "--dest-cert-dir", filepath.Join(w.dir, "certs-edge"),
+		"oci:"+dir+":1", "docker://"+hostOf(registryAAddr)+"/"+repo+":1"))
+	if r.err != nil {
+		t.Fatalf("push: %s", r)
+	}
+	d, _ := img.Digest()
+	return d.String()
 }
