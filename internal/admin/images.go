@@ -22,8 +22,9 @@ type imagesAPI interface {
 	ImportImages(ctx context.Context, dir, repository string) (images.LayoutResult, error)
 }
 
-// MaxImages is the most images one warm, status or export request names.
-const MaxImages = 256
+// MaxImages is the most images one warm, status or export request names
+// (their references fit in the admin API's MaxBodyBytes).
+const MaxImages = 64
 
 // ImagesRequest is the body of POST /api/cache/warm, /status and
 // /export: full image references (host/repository:tag or @digest),
