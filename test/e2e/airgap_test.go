@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -285,4 +287,34 @@ func (w *world) pushSmallImage(t *testing.T, repo string, size int64) string {
 	}
 	d, _ := img.Digest()
 	return d.String()
+}
+
+// TestCacheRangeOfColdBlob: a Range of a 100 MiB blob the cache does not
+// hold is answered (206, the exact bytes) while the cache fills the whole
+// blob beside it: the registries see the range and one whole GET, and
+// the whole blob pulled after it costs no other GET. (That the range's
+// bytes come before the fill ends is httpcache's
+// TestRangeOfColdBlobAnsweredAtOnce, with a registry that holds the
+// fill's body.)
+func TestCacheRangeOfColdBlob(t *testing.T) {
+	w := getWorld(t)
+	content := make([]byte, cacheLayerBytes)
+	if _, err := rand.Read(content); err != nil {
+		t.Fatal(err)
+	}
+	d := w.uploadBlob(t, "e2e/cold", content)
+	uri := "/v2/e2e/cold/blobs/" + d
+	n := len(content)
+	status, body, _, err := w.cacheRequest(t, http.MethodGet, uri, map[string]string{"Range": fmt.Sprintf("bytes=%d-%d", n-4096, n-1)})
+	if err != nil || status != http.StatusPartialContent || !bytes.Equal(body, content[n-4096:]) {
+		t.Fatalf("Range of the cold blob's last 4 KiB: %d, %d bytes (%v); want 206 and those bytes", status, len(body), err)
+	}
+	w.waitRegistryRequests(t, http.MethodGet, uri, 2) // the range and the fill
+	status, body, _, err = w.cacheRequest(t, http.MethodGet, uri, nil)
+	if err != nil || status != http.StatusOK || !bytes.Equal(body, content) {
+		t.Fatalf("the whole blob after the range: %d, %d bytes (%v)", status, len(body), err)
+	}
+	if got := w.registryRequests(t, http.MethodGet, uri); got != 2 {
+		t.Errorf("the registries logged %d GETs of the blob, want 2: the range and one whole fill", got)
+	}
 }
