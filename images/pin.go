@@ -23,9 +23,12 @@ type PinStore interface {
 // cache: Run fetches each (every platform) through the route's chain,
 // pins everything it needs as it goes, and, once every image was tried,
 // pins exactly those digests (content of images no longer pinned may be
-// evicted again). An image the registry cannot give now is pinned as
-// far as the cache holds it (Check). Progress goes to the log and to
-// Progress.
+// evicted again); when an image could not be read at all (the registry
+// away and its tag unknown), the earlier pins stay too. An image the
+// registry cannot give now is pinned as far as the cache holds it
+// (Check); a tag it fetched is remembered in the store, so that Check
+// finds it after a restart with the registry away. Progress goes to the
+// log and to Progress.
 type Pinner struct {
 	Route Route
 	Pins  []oci.Reference
@@ -82,15 +85,17 @@ func (p *Pinner) Run(ctx context.Context) error {
 // whether every image is complete.
 func (p *Pinner) round(ctx context.Context, log *slog.Logger) bool {
 	var all []string
-	complete := true
+	complete, resolved := true, true
 	for _, ref := range p.Pins {
 		digests, ok := p.pinOne(ctx, log, ref)
 		if ctx.Err() != nil {
 			return false // the pins stay as they were
 		}
-		all, complete = append(all, digests...), complete && ok
+		all, complete, resolved = append(all, digests...), complete && ok, resolved && digests != nil
 	}
-	p.Store.SetPinned(all)
+	if resolved {
+		p.Store.SetPinned(all) // else what an unreadable image had pinned stays pinned
+	}
 	return complete
 }
 
@@ -108,6 +113,11 @@ func (p *Pinner) pinOne(ctx context.Context, log *slog.Logger, ref oci.Reference
 	}
 	digests := plan.Digests()
 	p.Store.AddPinned(digests)
+	if ref.Tag != "" && st.Error == "" && st.Digest != "" {
+		// Check finds the tag after a restart with the registry away, with
+		// or without cache.tags (which decides whether nodes get it).
+		_ = p.Route.Store.RememberTag(ref.Repository, ref.Tag, st.Digest, time.Now())
+	}
 	if !cst.Complete {
 		log.Warn("pinned image incomplete in the cache", "route", p.Route.Name, "image", name,
 			"digest", cst.Digest, "missing", len(cst.Missing), "err", st.Error)

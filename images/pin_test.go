@@ -36,3 +36,44 @@ func TestPinnedImageSurvivesASmallMaxSize(t *testing.T) {
 		t.Fatalf("the pinned image after a larger one was warmed: %+v", st)
 	}
 }
+
+// TestPinsKeptAcrossARestartWithTheRegistryAway: after a restart (the
+// store reopened, nothing pinned) with the registry away and no
+// cache.tags, the Pinner still finds a pinned tag's image (the tag it
+// fetched is remembered in the store) and pins it; and a round that
+// cannot read an image keeps the pins it had. The bug: the tag was
+// known only to cache.tags, so the image went unpinned and evictable
+// while the site was cut off.
+func TestPinsKeptAcrossARestartWithTheRegistryAway(t *testing.T) {
+	w := newWorldTags(t, 1<<30, 0)
+	w.pushIndex(t, "team/base", "v1", 1)
+	pins := []oci.Reference{mustRef(t, "team/base:v1")}
+	quiet := slog.New(slog.DiscardHandler)
+	if err := (&Pinner{Route: w.rt, Pins: pins, Store: w.store, Log: quiet, Retry: -1}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, plan := Check(t.Context(), w.rt, "base", pins[0], nil)
+	if plan == nil {
+		t.Fatal("not in the cache after the pin")
+	}
+	dir := w.store.Dir()
+	w.store.Close()
+	w.stop()
+	reopened := openStore(t, dir, 1<<30)
+	rt := w.route(reopened)
+	if err := (&Pinner{Route: rt, Pins: pins, Store: reopened, Log: quiet, Retry: -1}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range plan.Digests() {
+		if !reopened.Pinned(d) {
+			t.Fatalf("%s not pinned after a restart with the registry away", d)
+		}
+	}
+	unknown := []oci.Reference{mustRef(t, "team/base:v1"), mustRef(t, "team/never:v1")}
+	if err := (&Pinner{Route: rt, Pins: unknown, Store: reopened, Log: quiet, Retry: -1}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !reopened.Pinned(plan.Digests()[0]) {
+		t.Fatal("a round with an unreadable image dropped the pins")
+	}
+}

@@ -147,8 +147,7 @@ func matches(h hash.Hash, digest string) bool {
 	return hex.EncodeToString(h.Sum(nil)) == want
 }
 
-// digestOf is body's digest with digest's algorithm; the sha256 of body
-// when digest is "".
+// checkDigest says whether body matches digest (sha256 or sha512).
 func checkDigest(body []byte, digest string) error {
 	h, err := newHash(digest)
 	if err != nil {

@@ -36,11 +36,18 @@ type world struct {
 	mu    sync.Mutex
 	gets  map[string]int // "GET path" seen by the registry
 	down  bool           // the registry is unreachable
+	tags  time.Duration  // the cache link's Tags
 }
 
 func newWorld(t *testing.T, maxSize int64) *world {
 	t.Helper()
-	w := &world{gets: map[string]int{}}
+	return newWorldTags(t, maxSize, time.Hour)
+}
+
+// newWorldTags is newWorld with the cache link's Tags.
+func newWorldTags(t *testing.T, maxSize int64, tags time.Duration) *world {
+	t.Helper()
+	w := &world{gets: map[string]int{}, tags: tags}
 	regh := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	w.reg = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
@@ -83,7 +90,7 @@ func (w *world) route(store *regcache.Cache) Route {
 			oci.AnnotationFrom(r.Context()).Fail(err, false)
 			oci.WriteError(rw, 503, oci.CodeUnavailable, err.Error())
 		}}
-	c, err := httpcache.New(httpcache.Config{Route: "registry", Store: testStore{store}, Offline: true, Tags: time.Hour, Log: slog.New(slog.DiscardHandler)})
+	c, err := httpcache.New(httpcache.Config{Route: "registry", Store: testStore{store}, Offline: true, Tags: w.tags, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
