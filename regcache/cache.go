@@ -170,5 +170,8 @@ func (c *Cache) Close() error {
 	if already || c.lock == nil {
 		return nil
 	}
+	if err := c.saveTags(); err != nil {
+		c.log.Warn("closing the cache: the tags file not written", "route", c.cfg.Route, "err", err)
+	}
 	return c.lock.Close() // releases the flock
 }

@@ -18,11 +18,16 @@ import (
 const MaxTags = 10000
 
 // TagSaveInterval is how stale the tags file may be for a tag whose
-// digest has not changed: a confirmation is written at once when it
-// changes a tag's digest (or adds a tag), else at most this often. A
-// restart may so forget up to this much of a tag's freshness, never its
-// digest.
-const TagSaveInterval = time.Minute
+// digest has not changed: such a confirmation is written at most this
+// often, so a restart may forget up to this much of a tag's freshness.
+// A confirmation that changes a tag's digest (or adds a tag) is written
+// at once, but at most every TagSaveMinInterval (the next confirmation,
+// or Close, writes what waited), so that nodes pulling many tags do not
+// rewrite the file for each.
+const (
+	TagSaveInterval    = time.Minute
+	TagSaveMinInterval = time.Second
+)
 
 // tagsName is the file of the remembered tags in the cache's directory.
 const tagsName = "tags.json"
@@ -41,6 +46,7 @@ type tags struct {
 	mu    sync.Mutex
 	m     map[tagKey]Tag
 	saved time.Time // when the file was last written
+	dirty bool      // a digest changed since
 }
 
 type tagKey struct{ repo, tag string }
@@ -66,10 +72,23 @@ func (c *Cache) RememberTag(repository, tag, dgst string, at time.Time) error {
 	}
 	t.m[k] = Tag{Repository: repository, Tag: tag, Digest: dgst, Confirmed: at.UTC()}
 	t.trimLocked()
-	if had && old.Digest == dgst && at.Sub(t.saved) < TagSaveInterval {
+	t.dirty = t.dirty || !had || old.Digest != dgst
+	since := at.Sub(t.saved)
+	if t.dirty && since >= TagSaveMinInterval || since >= TagSaveInterval {
+		return c.saveTagsLocked(at)
+	}
+	return nil
+}
+
+// saveTags writes the tags file if a digest changed since it was last
+// written (Close).
+func (c *Cache) saveTags() error {
+	c.tags.mu.Lock()
+	defer c.tags.mu.Unlock()
+	if !c.tags.dirty {
 		return nil
 	}
-	return c.saveTagsLocked(at)
+	return c.saveTagsLocked(time.Now())
 }
 
 // LookupTag returns what the registry last answered for repository:tag.
@@ -138,7 +157,7 @@ func (c *Cache) saveTagsLocked(now time.Time) error {
 		os.Remove(f.Name())
 		return c.fault("write the tags file", err)
 	}
-	c.tags.saved = now
+	c.tags.saved, c.tags.dirty = now, false
 	return nil
 }
 

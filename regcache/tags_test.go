@@ -39,6 +39,8 @@ func TestTagsFileWrittenOnNewDigestAndAtMostEveryInterval(t *testing.T) {
 		{name: "same digest soon after: memory only", digest: b1.digest, at: at.Add(time.Second), wantSaved: at},
 		{name: "same digest after the interval: written", digest: b1.digest, at: at.Add(TagSaveInterval + time.Second), wantSaved: at.Add(TagSaveInterval + time.Second)},
 		{name: "new digest: written at once", digest: b2.digest, at: at.Add(TagSaveInterval + 2*time.Second), wantSaved: at.Add(TagSaveInterval + 2*time.Second)},
+		{name: "new digest within TagSaveMinInterval: waits", digest: b1.digest, at: at.Add(TagSaveInterval + 2*time.Second + time.Millisecond), wantSaved: at.Add(TagSaveInterval + 2*time.Second)},
+		{name: "the next confirmation writes what waited", digest: b1.digest, at: at.Add(TagSaveInterval + 3*time.Second), wantSaved: at.Add(TagSaveInterval + 3*time.Second)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,5 +94,25 @@ func TestTagsCorruptFileIgnored(t *testing.T) {
 	b := newBlob(10, 1)
 	if err := c.RememberTag("a", "b", b.digest, time.Now()); err != nil {
 		t.Fatalf("a corrupt file is not replaced: %v", err)
+	}
+}
+
+// TestTagsWrittenAtClose: a confirmation that waited (TagSaveMinInterval)
+// is written when the cache closes.
+func TestTagsWrittenAtClose(t *testing.T) {
+	dir := t.TempDir()
+	b1, b2 := newBlob(10, 1), newBlob(10, 2)
+	at := time.Now()
+	c := openTest(t, dir, 1<<20)
+	if err := c.RememberTag("team/app", "v1", b1.digest, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RememberTag("team/app", "v2", b2.digest, at.Add(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c2 := openTest(t, dir, 1<<20)
+	if got, ok := c2.LookupTag("team/app", "v2"); !ok || got.Digest != b2.digest {
+		t.Fatalf("after Close and Open: %+v %v; want v2 written at Close", got, ok)
 	}
 }
