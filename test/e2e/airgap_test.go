@@ -22,7 +22,8 @@ import (
 
 // TestCacheTagsOffline is issue 33's tags end to end: with offline and
 // tags, an image pulled by tag through the cache route is pulled by tag
-// again, by skopeo and ctr, with both registries stopped (the manifest by
+// again, by skopeo, ctr and a CRI pull (crictl), with both registries
+// stopped (the manifest by
 // tag audited offline with the tag as reference); reloaded with a tags
 // shorter than the tag's age, the pull is refused with a message saying
 // the tag's last confirmation is too old.
@@ -61,6 +62,19 @@ func TestCacheTagsOffline(t *testing.T) {
 		}
 		if got, err := w.ctrd.imageDigest(w.node, ref); err != nil || got != w.image.digest.String() {
 			t.Fatalf("ctr pulled %s (%v), pushed %s", got, err, w.image.digest)
+		}
+	})
+	t.Run("a CRI pull by tag with the registries stopped", func(t *testing.T) {
+		crictl := func(args ...string) result {
+			return runCmd(w.node.command(append([]string{"crictl", "--runtime-endpoint", "unix://" + w.ctrd.socket,
+				"--image-endpoint", "unix://" + w.ctrd.socket, "--timeout", "60s"}, args...)...))
+		}
+		if _, err := exec.LookPath("crictl"); err != nil {
+			t.Skip("no crictl")
+		}
+		defer crictl("rmi", ref)
+		if r := crictl("pull", ref); r.err != nil {
+			t.Fatalf("CRI pull by tag offline:\n%s", r)
 		}
 	})
 	t.Run("a tag older than tags is refused with a message", func(t *testing.T) {
