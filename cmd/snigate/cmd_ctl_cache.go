@@ -16,11 +16,14 @@ func newCtlCacheCmd(a *app, o *ctlOptions) *cobra.Command {
 against max_size, entries, hits, misses, bypasses and hit ratio, bytes fetched
 from upstream to fill it. "purge DIGEST" removes one digest from every cache,
 "purge" alone everything; a download in progress is not broken.
--o json prints GET /api/cache (or the purge's answer) as it is.`,
+"warm", "status", "export" and "import" handle whole images for air-gapped
+operation (see their help). -o json prints the API's answer as it is.`,
 		Example: `  snigate ctl cache
   snigate ctl cache purge sha256:4c0b...
   snigate ctl cache purge
-  snigate ctl cache -o json`,
+  snigate ctl cache -o json
+  snigate ctl cache warm registry.example.com/team/app:v1.2
+  snigate ctl cache status`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := o.client().Caches(cmd.Context())
