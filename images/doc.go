@@ -11,5 +11,7 @@
 // warm stores is exactly what a node's pull would have stored.
 //
 //	rt := images.Route{Name: "registry", Host: "registry.example.com", Fetch: bridge, Store: store}
-//	st, err := images.Warm(ctx, rt, ref, images.WarmOptions{Progress: report})
+//	ref, _ := oci.ParseReference("team/app:v1.2")
+//	st := images.Warm(ctx, rt, "registry.example.com/team/app:v1.2", ref, images.WarmOptions{Progress: report})
+//	if !st.Complete { ... st.Missing, st.Error ... }
 package images
