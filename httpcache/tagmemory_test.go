@@ -134,3 +134,27 @@ func TestTagFromMemoryAnnotated(t *testing.T) {
 		t.Fatalf("GET by tag offline: %d %q, facts %+v", rec.Code, rec.Body, facts)
 	}
 }
+
+// TestTagConfirmedByEveryRegistryAnswer: each answer of the registry to a
+// manifest by tag moves the tag's confirmation, a pull whose manifest the
+// cache serves after the registry's answer as well as one the registry
+// serves, so that tags counts from the registry's last word.
+func TestTagConfirmedByEveryRegistryAnswer(t *testing.T) {
+	var clock atomic.Int64
+	start := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	clock.Store(start.UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	w := newWorld(t, worldOpts{tags: 24 * time.Hour, now: now})
+	m := manifestOf(w.up.push(t, []byte("{}")), w.up.push(t, []byte("abc")))
+	d := w.up.pushManifest(t, "v1", m)
+	c := w.node(t, "h2")
+	for i, after := range []time.Duration{0, time.Hour, 2 * time.Hour} {
+		clock.Store(start.Add(after).UnixNano())
+		if status, body, _, err := get(c, "/v2/team/app/manifests/v1"); err != nil || status != 200 || !bytes.Equal(body, m) {
+			t.Fatalf("pull %d: %d %q %v", i, status, body, err)
+		}
+		if got, ok := w.store.LookupTag("team/app", "v1"); !ok || got.Digest != d || !got.Confirmed.Equal(start.Add(after)) {
+			t.Fatalf("after pull %d: remembered %+v %v; want %s confirmed at %s", i, got, ok, d, start.Add(after))
+		}
+	}
+}
