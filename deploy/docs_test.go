@@ -71,8 +71,8 @@ var snigateCommands = map[string][]string{
 	"run":        {"-c", "--config", "--log-format", "--log-level", "-h", "--help"},
 	"check":      {"-c", "--config", "--probe", "-h", "--help"},
 	"demo":       {"--keep", "-h", "--help"},
-	"ca":         {"init", "--out", "--name", "--force", "issue-node", "--ca", "--days", "-h", "--help"},                                                // --name, issue-node: extensions (cmd/snigate usage)
-	"ctl":        {"--admin", "-o", "--output", "upstreams", "set", "routes", "config", "reload", "ready", "answers", "cache", "purge", "-h", "--help"}, // -o and the verbs after set: extensions
+	"ca":         {"init", "--out", "--name", "--force", "issue-node", "--ca", "--days", "-h", "--help"},                                                                                                                                        // --name, issue-node: extensions (cmd/snigate usage)
+	"ctl":        {"--admin", "-o", "--output", "upstreams", "set", "routes", "config", "reload", "ready", "answers", "cache", "purge", "warm", "status", "export", "import", "--out", "--force", "--platform", "--repository", "-h", "--help"}, // -o and the verbs after set: extensions
 	"version":    {"-o", "--output"},
 	"help":       {},
 	"completion": {},

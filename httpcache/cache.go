@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/snigate/snigate/oci"
 )
@@ -19,6 +20,14 @@ type Config struct {
 	// upstream answers (routes[].http.cache.offline), and answers
 	// GET /v2/ with 200 {} then.
 	Offline bool
+	// Tags is how long a tag's last digest answers the tag when no
+	// upstream answers and Offline is set (routes[].http.cache.tags),
+	// counted from the registry's last answer to it; the Store keeps
+	// the tags (TagStore). Zero: no tags remembered, a tag gets 503
+	// then.
+	Tags time.Duration
+	// NowFunc is the clock of the tags' ages. Nil: time.Now.
+	NowFunc func() time.Time
 	// Log receives the per-request offline lines. Nil: slog.Default().
 	Log *slog.Logger
 }

@@ -33,6 +33,9 @@ func (c *Cache) serveDigest(w http.ResponseWriter, r *http.Request, req request)
 		relayHead(w, head)
 		return Miss
 	}
+	if c.coldRange(r, req.API.Digest) {
+		return c.serveColdRange(w, r, req)
+	}
 	return c.fillAndServe(w, r, req, head.Header)
 }
 

@@ -95,7 +95,7 @@ func TestLinkWithHTTPTestAlone(t *testing.T) {
 		wantNext           bool
 	}{
 		{name: "hit, a range", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, head: 200, wantStatus: 206, wantBody: "laye", wantWord: "hit"},
-		{name: "miss fills", method: "GET", path: "/v2/team/app/blobs/" + d, head: 200, wantStatus: 206, wantBody: "laye", wantWord: "miss"},
+		{name: "miss with a range: the registry answers it, the store fills", method: "GET", path: "/v2/team/app/blobs/" + d, head: 200, wantStatus: 200, wantBody: "next", wantWord: "miss", wantNext: true},
 		{name: "registry refuses", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, head: 401, wantStatus: 200, wantBody: "next", wantWord: "miss", wantNext: true},
 		{name: "no upstream", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, upErr: oci.ErrNoUpstream, wantStatus: 503, wantBody: `"code":"UNAVAILABLE"`, wantWord: "miss"},
 		{name: "offline", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, offline: true, upErr: oci.ErrNoUpstream, wantStatus: 206, wantBody: "laye", wantWord: "offline"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/snigate/snigate/regcache"
 )
@@ -37,3 +38,18 @@ func (s regStore) Fill(ctx context.Context, digest string, fetch FetchFunc) (Ent
 }
 
 func (s regStore) CountRequest(r Result) { s.c.CountRequest(regcache.Result(r)) }
+
+var _ TagStore = regStore{}
+
+func (s regStore) RememberTag(repository, tag, digest string, at time.Time) error {
+	return s.c.RememberTag(repository, tag, digest, at)
+}
+
+func (s regStore) LookupTag(repository, tag string) (string, time.Time, bool) {
+	t, ok := s.c.LookupTag(repository, tag)
+	return t.Digest, t.Confirmed, ok
+}
+
+var _ FillWatcher = regStore{}
+
+func (s regStore) Filling(digest string) bool { return s.c.Filling(digest) }

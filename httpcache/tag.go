@@ -19,9 +19,10 @@ const MaxTagManifest = 4 << 20
 
 // serveTag answers a manifest by tag from the store when the registry's
 // HEAD names a digest it holds (serveTagFromStore), else from the
-// registry: through req.Proxy, or with Offline through the cache's own
-// request, so that
-// "no upstream answers" is told apart (503: the cache keeps no tags).
+// registry: through req.next, or with Offline through the cache's own
+// request, so that "no upstream answers" is told apart: then the tag's
+// remembered digest answers it (Tags), else 503. The registry's 200 is
+// remembered (rememberTag).
 // A complete 200 to a GET whose Docker-Content-Digest is the sha256 of
 // its body fills that digest's entry.
 func (c *Cache) serveTag(w http.ResponseWriter, r *http.Request, req request) {
@@ -30,29 +31,42 @@ func (c *Cache) serveTag(w http.ResponseWriter, r *http.Request, req request) {
 	}
 	tw := &teeWriter{ResponseWriter: w, keep: r.Method == http.MethodGet}
 	if c.cfg.Offline {
-		c.relayTag(tw, r, req)
+		if !c.relayTag(tw, r, req) {
+			return // answered without the registry: nothing to keep
+		}
 	} else {
 		req.next.ServeHTTP(tw, r)
 	}
 	if d, ok := tw.digest(); ok {
 		c.keepManifest(r, d, tw)
+		c.rememberTag(req, tw.status, tw.Header())
+	} else if r.Method == http.MethodHead {
+		c.rememberTag(req, tw.status, tw.Header())
 	}
 }
 
-// relayTag sends the manifest request itself and relays the answer, or
-// answers 503 when no upstream answers.
-func (c *Cache) relayTag(w http.ResponseWriter, r *http.Request, req request) {
+// relayTag sends the manifest request itself and relays the answer, and
+// reports true; when no upstream answers, it answers from the tag's
+// remembered digest (serveRememberedTag) or 503, and reports false.
+func (c *Cache) relayTag(w http.ResponseWriter, r *http.Request, req request) bool {
 	resp, err := req.roundTrip(r.Context(), r, r.Method)
 	if err == nil {
 		req.ann.SetDigest(resp.Header.Get("Docker-Content-Digest"))
 		relay(w, r, req, resp)
-		return
+		return true
+	}
+	if r.Context().Err() != nil {
+		req.ann.Fail(err, false)
+		return false
+	}
+	if c.serveRememberedTag(w, r, req, err) {
+		return false
 	}
 	req.ann.Fail(err, false)
-	if r.Context().Err() == nil {
-		oci.WriteError(w, http.StatusServiceUnavailable, oci.CodeUnavailable,
-			fmt.Sprintf("no upstream answers and the cache keeps no tags (ask by digest): %v", err))
-	}
+	oci.WriteError(w, http.StatusServiceUnavailable, oci.CodeUnavailable,
+		fmt.Sprintf("no upstream answers and the cache remembers no digest for the tag %s:%s (cache.tags; ask by digest): %v",
+			req.API.Repository, req.API.Reference, err))
+	return false
 }
 
 // keepManifest fills digest d with the manifest the node was just given.

@@ -33,6 +33,7 @@ func (c *Cache) serveTagFromStore(w http.ResponseWriter, r *http.Request, req re
 	if head.StatusCode/100 != 2 || !oci.ValidDigest(d) {
 		return false
 	}
+	c.rememberTag(req, head.StatusCode, head.Header)
 	e, ok := c.cfg.Store.Get(r.Context(), d)
 	if !ok {
 		return false

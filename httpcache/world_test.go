@@ -183,7 +183,9 @@ type worldOpts struct {
 	// redirectRoots, when set, are the roots trusted on redirects (the
 	// bridge's RedirectRoots).
 	redirectRoots bool
-	maxSize       int64 // the store's MaxSize; 0: 1 GiB
+	maxSize       int64            // the store's MaxSize; 0: 1 GiB
+	tags          time.Duration    // Config.Tags
+	now           func() time.Time // Config.NowFunc
 }
 
 func newWorld(tb testing.TB, o worldOpts) *world {
@@ -252,7 +254,7 @@ func (w *world) startGateway(tb testing.TB, logger *slog.Logger, o worldOpts) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cache, err := New(Config{Route: "registry", Store: regStore{c: w.store}, Offline: o.offline, Log: logger})
+	cache, err := New(Config{Route: "registry", Store: regStore{c: w.store}, Offline: o.offline, Tags: o.tags, NowFunc: o.now, Log: logger})
 	if err != nil {
 		tb.Fatal(err)
 	}

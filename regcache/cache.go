@@ -64,6 +64,8 @@ type Cache struct {
 	closed      bool
 	unavailable error // why the directory could not be opened, nil when fine
 
+	pinned   map[string]bool // hex digests never evicted (pin.go)
+	tags     tags            // remembered tags (tags.go)
 	counts   counts
 	hooks    hooks           // tests only
 	faultLog ratelog.Limiter // the Error line of faults, per reason (faults.go)
@@ -167,6 +169,9 @@ func (c *Cache) Close() error {
 	c.wg.Wait()
 	if already || c.lock == nil {
 		return nil
+	}
+	if err := c.saveTags(); err != nil {
+		c.log.Warn("closing the cache: the tags file not written", "route", c.cfg.Route, "err", err)
 	}
 	return c.lock.Close() // releases the flock
 }

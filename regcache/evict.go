@@ -5,13 +5,14 @@ import (
 	"os"
 )
 
-// evictLocked removes least recently used content until the stored bytes
-// plus the announced sizes of fills in flight fit in maxSize. A reader
+// evictLocked removes least recently used content that is not pinned
+// until the stored bytes plus the announced sizes of fills in flight fit
+// in maxSize. A reader
 // that has a removed file open goes on reading it: the name goes, the
 // inode stays until its last close. Called with c.mu held.
 func (c *Cache) evictLocked() {
 	for c.idx.bytes+c.reserved > c.maxSize {
-		r := c.idx.oldest()
+		r := c.oldestUnpinnedLocked()
 		if r == nil {
 			return
 		}
@@ -21,13 +22,13 @@ func (c *Cache) evictLocked() {
 	}
 }
 
-// makeRoomLocked removes least recently used content until at least n
-// bytes are freed or nothing is left, whatever maxSize says: the disk is
-// full. It reports whether it removed anything. Called with c.mu held.
+// makeRoomLocked removes least recently used content that is not pinned
+// until at least n bytes are freed or nothing is left, whatever maxSize
+// says: the disk is full. It reports whether it removed anything. Called with c.mu held.
 func (c *Cache) makeRoomLocked(n int64) bool {
 	var freed int64
 	for freed < n {
-		r := c.idx.oldest()
+		r := c.oldestUnpinnedLocked()
 		if r == nil {
 			break
 		}

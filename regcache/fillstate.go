@@ -194,3 +194,16 @@ func (f *fill) join(ctx context.Context) (*Entry, error) {
 	}
 	return e, nil
 }
+
+// Filling reports whether digest's fill is in flight (started, not
+// failed, not yet stored).
+func (c *Cache) Filling(dgst string) bool {
+	d, err := parseDigest(dgst)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.fills[d.hex]
+	return f != nil && !f.failed()
+}

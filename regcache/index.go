@@ -66,14 +66,6 @@ func (x *index) touch(r *record) {
 	}
 }
 
-// oldest is the least recently used record, nil when empty.
-func (x *index) oldest() *record {
-	if e := x.lru.Back(); e != nil {
-		return e.Value.(*record)
-	}
-	return nil
-}
-
 // all returns every record (for PurgeAll).
 func (x *index) all() []*record {
 	rs := make([]*record, 0, len(x.byDigest))

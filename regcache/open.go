@@ -41,6 +41,7 @@ func (c *Cache) prepare() error {
 // metadata without content are removed; names the cache would not write
 // are left alone.
 func (c *Cache) rebuild() {
+	c.loadTags()
 	var found []*record
 	var stray int
 	for algo := range hexLen {

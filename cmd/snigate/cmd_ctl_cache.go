@@ -10,17 +10,20 @@ import (
 
 func newCtlCacheCmd(a *app, o *ctlOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cache [purge [DIGEST]]",
-		Short: "The http routes' caches: size, entries, hit ratio; purge one digest or everything",
+		Use:   "cache [purge [DIGEST] | warm REF... | status [REF...] | export REF... --out DIR | import DIR]",
+		Short: "The http routes' caches: size, entries, hit ratio; purge; warm, status, export and import images",
 		Long: `Print each http route's cache (routes[].http.cache): its directory, size
 against max_size, entries, hits, misses, bypasses and hit ratio, bytes fetched
 from upstream to fill it. "purge DIGEST" removes one digest from every cache,
 "purge" alone everything; a download in progress is not broken.
--o json prints GET /api/cache (or the purge's answer) as it is.`,
+"warm", "status", "export" and "import" handle whole images for air-gapped
+operation (see their help). -o json prints the API's answer as it is.`,
 		Example: `  snigate ctl cache
   snigate ctl cache purge sha256:4c0b...
   snigate ctl cache purge
-  snigate ctl cache -o json`,
+  snigate ctl cache -o json
+  snigate ctl cache warm registry.example.com/team/app:v1.2
+  snigate ctl cache status`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := o.client().Caches(cmd.Context())
@@ -51,5 +54,6 @@ finish their download; the next request fetches it again from the registry.`,
 			return o.write(a.stdout, st, func(w io.Writer) error { return admin.WriteCacheTable(w, st) })
 		},
 	})
+	cmd.AddCommand(newCtlCacheImageCmds(a, o)...)
 	return cmd
 }

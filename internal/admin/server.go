@@ -33,6 +33,9 @@ type Config struct {
 	Answers answerLister
 	// Caches backs /api/cache (the http routes' caches). nil: it answers 503.
 	Caches cacheAPI
+	// Images backs /api/cache/warm, status, export and import (whole
+	// images in the caches). nil: they answer 503.
+	Images imagesAPI
 	// ReadyFunc backs /readyz. nil: ready whenever the server runs.
 	ReadyFunc func() bool
 	// NotReadyFunc, when set, says what the process does while ReadyFunc
@@ -169,6 +172,10 @@ func (s *Server) routes() http.Handler {
 	handle("/debug/pprof/", s.pprof())
 	handle("/api/cache", allow(http.HandlerFunc(s.listCaches), http.MethodGet))
 	handle("/api/cache/purge", allow(http.HandlerFunc(s.purgeCache), http.MethodPost))
+	handle("/api/cache/warm", allow(http.HandlerFunc(s.warmImages), http.MethodPost))
+	handle("/api/cache/status", allow(http.HandlerFunc(s.imageStatus), http.MethodPost))
+	handle("/api/cache/export", allow(http.HandlerFunc(s.exportImages), http.MethodPost))
+	handle("/api/cache/import", allow(http.HandlerFunc(s.importImages), http.MethodPost))
 	handle("/", http.HandlerFunc(notFound))
 	return mux
 }

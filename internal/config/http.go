@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/snigate/snigate/internal/size"
 	"github.com/snigate/snigate/oci"
@@ -34,6 +35,13 @@ type Cache struct {
 	Dir     string // absolute; one route's only
 	MaxSize int64  // bytes; least recently used content is removed beyond it
 	Offline bool   // serve cached content without the registry's check when no upstream answers
+	// Tags is how long a tag's last digest answers it when no upstream
+	// answers and Offline is set; 0: tags are not remembered.
+	Tags time.Duration
+	// Pin are images never evicted and fetched (all platforms) at start
+	// and on a configuration change: "repository:tag" or
+	// "repository@digest", without the registry's host. Empty: none.
+	Pin []string
 }
 
 // http.redirects values.
@@ -73,10 +81,10 @@ func (p *parser) http(route fields, mode string, hosts, sni []string) *HTTP {
 		Repositories: p.repositories(f, hosts),
 		AuditLog:     p.auditLog(f),
 		Redirects:    p.enumAt(f, "redirects", RedirectsFollow, redirectsValues...),
-		Cache:        p.cache(f),
 		Auth:         p.auth(f, sni),
 		Verify:       p.verify(f, hosts),
 	}
+	h.Cache = p.cache(f, hosts, h.Repositories)
 	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
 	return h
 }
@@ -201,15 +209,63 @@ func (p *parser) auditLog(f fields) string {
 }
 
 // cache parses http.cache.
-func (p *parser) cache(h fields) *Cache {
+func (p *parser) cache(h fields, hosts, repositories []string) *Cache {
 	n := h.get("cache")
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, h.key("cache"), h.keyLine("cache"), "dir", "max_size", "offline")
-	c := &Cache{Dir: p.pathAt(f, "dir"), MaxSize: p.sizeAt(f, "max_size", DefaultCacheMaxSize), Offline: p.boolAt(f, "offline", false)}
+	f := p.mapping(n, h.key("cache"), h.keyLine("cache"), "dir", "max_size", "offline", "tags", "pin")
+	c := &Cache{Dir: p.pathAt(f, "dir"), MaxSize: p.sizeAt(f, "max_size", DefaultCacheMaxSize), Offline: p.boolAt(f, "offline", false),
+		Tags: p.tags(f), Pin: p.pins(f, hosts, repositories)}
 	p.require(f, "dir", c.Dir != "", "the directory of the cache, such as /var/cache/snigate/registry")
 	return c
+}
+
+// tags parses cache.tags: a duration, 0 when absent.
+func (p *parser) tags(f fields) time.Duration {
+	n := f.get("tags")
+	if n == nil {
+		return 0
+	}
+	d, _ := p.duration(n, f.key("tags"), 24*time.Hour)
+	return d
+}
+
+// pins parses cache.pin: images as repository:tag or repository@digest,
+// without the registry's host, within http.repositories when it is set.
+func (p *parser) pins(f fields, hosts, repositories []string) []string {
+	allow, _ := oci.NewRepoAllowList(repositories) // its errors are http.repositories'
+	var out []string
+	seen := dupChecker{}
+	for _, it := range p.listAt(f, "pin", `["team/app:v1.2", "base/debian@sha256:..."]`) {
+		s, ok := p.scalar(it.node, it.key, `an image such as "team/app:v1.2"`)
+		if !ok {
+			continue
+		}
+		ref, err := oci.ParseReference(s)
+		switch {
+		case err != nil:
+			p.errorf(it.node.Line, it.key, "%v, got %q", err, s)
+			continue
+		case hasHost(ref.Repository, hosts):
+			host, rest, _ := strings.Cut(s, "/")
+			p.errorf(it.node.Line, it.key, "%q starts with the registry's host name %s: pin names the repository without it; write %q", s, host, rest)
+			continue
+		case len(repositories) > 0 && !allow.Allows(ref.Repository):
+			p.errorf(it.node.Line, it.key, "%q is outside http.repositories (%s): the route refuses it; add its repository there, or remove the pin", s, strings.Join(repositories, ", "))
+			continue
+		}
+		if seen.check(p, it, ref.String()) {
+			out = append(out, ref.String())
+		}
+	}
+	return out
+}
+
+// hasHost reports whether name's first component is one of hosts.
+func hasHost(name string, hosts []string) bool {
+	host, _, ok := strings.Cut(name, "/")
+	return ok && contains(hosts, host)
 }
 
 // sizeAt returns a size in bytes: an integer with an optional unit (B,

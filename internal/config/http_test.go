@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHTTPSection(t *testing.T) {
@@ -36,6 +37,10 @@ func TestHTTPSection(t *testing.T) {
 		{name: "stdout audit, default cache size", http: "    http: {audit_log: \"-\", cache: {dir: /var/cache/x}}\n",
 			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", AuditLog: "-",
 				Cache: &Cache{Dir: "/var/cache/x", MaxSize: DefaultCacheMaxSize}}},
+		{name: "tags and pin", http: "    http: {repositories: [\"team/**\"], cache: {dir: /var/cache/x, offline: true, tags: 24h, pin: [\"team/app:v1.2\", \"team/base@sha256:" + strings.Repeat("a", 64) + "\"]}}\n",
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", Repositories: []string{"team/**"},
+				Cache: &Cache{Dir: "/var/cache/x", MaxSize: DefaultCacheMaxSize, Offline: true, Tags: 24 * time.Hour,
+					Pin: []string{"team/app:v1.2", "team/base@sha256:" + strings.Repeat("a", 64)}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +108,21 @@ func TestHTTPSectionErrors(t *testing.T) {
 			`snigate.yaml:10: routes[0].http.cache.max_size: want a size such as "50GiB" (B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB), more than 0, got "5 apples"`,
 		}},
 		{name: "cache unknown key", yaml: minimalBridge + "    http: {cache: {dir: c, size: 1}}\n", want: []string{
-			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline",
+			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline, tags, pin",
+		}},
+		{name: "cache tags", yaml: minimalBridge + "    http: {cache: {dir: c, tags: 24}}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.cache.tags: want a duration such as "24h", got "24"`,
+		}},
+		{name: "pin not a reference", yaml: minimalBridge + "    http: {cache: {dir: c, pin: [team/app, \"Team/app:v1\"]}}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.cache.pin[0]: want repository:tag or repository@digest, such as "team/app:v1.2" or "team/app@sha256:<64 hex>", got "team/app"`,
+			`snigate.yaml:10: routes[0].http.cache.pin[1]: want repository:tag or repository@digest, such as "team/app:v1.2" or "team/app@sha256:<64 hex>", got "Team/app:v1"`,
+		}},
+		{name: "pin with the host", yaml: minimalBridge + "    http: {cache: {dir: c, pin: [a.example.com/team/app:v1]}}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.cache.pin[0]: "a.example.com/team/app:v1" starts with the registry's host name a.example.com: pin names the repository without it; write "team/app:v1"`,
+		}},
+		{name: "pin outside repositories", yaml: minimalBridge + "    http: {repositories: [team/*], cache: {dir: c, pin: [other/app:v1, team/app:v1, team/app:v1]}}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.cache.pin[0]: "other/app:v1" is outside http.repositories (team/*): the route refuses it; add its repository there, or remove the pin`,
+			`snigate.yaml:10: routes[0].http.cache.pin[2]: "team/app:v1" is listed twice (first at line 10)`,
 		}},
 		{name: "one cache dir for two routes", yaml: minimalBridge + "    http: {cache: {dir: c}}\n" + `  - name: s
     sni: [b.example.com]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/snigate/snigate/httpcache"
 	"github.com/snigate/snigate/regcache"
@@ -38,3 +39,18 @@ func (s cacheStore) Fill(ctx context.Context, digest string, fetch httpcache.Fet
 }
 
 func (s cacheStore) CountRequest(r httpcache.Result) { s.c.CountRequest(regcache.Result(r)) }
+
+var _ httpcache.TagStore = cacheStore{}
+
+func (s cacheStore) RememberTag(repository, tag, digest string, at time.Time) error {
+	return s.c.RememberTag(repository, tag, digest, at)
+}
+
+func (s cacheStore) LookupTag(repository, tag string) (string, time.Time, bool) {
+	t, ok := s.c.LookupTag(repository, tag)
+	return t.Digest, t.Confirmed, ok
+}
+
+var _ httpcache.FillWatcher = cacheStore{}
+
+func (s cacheStore) Filling(digest string) bool { return s.c.Filling(digest) }

@@ -143,6 +143,7 @@ func (g *Gateway) assemble(cfg *config.Config) error {
 		Answers:      g,
 		Runtime:      g,
 		Caches:       g,
+		Images:       g,
 		ReadyFunc:    g.Ready,
 		NotReadyFunc: g.notReadyReason,
 		PprofFunc:    func() bool { return g.gen.Load().cfg.Debug.Pprof },

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/httpbridge"
+	"github.com/snigate/snigate/images"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/sni"
@@ -31,6 +32,7 @@ type generation struct {
 	answers *dnsresponder.AnswerCheck     // dns.answer_check; nil without it (or without listen.dns)
 	workers []runner                      // pools, certificate watchers, the answer check
 	bridges map[string]*httpbridge.Bridge // the HTTP-aware bridges of http routes, by route name
+	pinners map[string]*images.Pinner     // routes' cache.pin images, by route name (images.go)
 	audits  []*httpbridge.AuditLog        // their audit logs, released by retire
 	open    opener                        // what opened its audit logs and cache stores
 
@@ -40,7 +42,8 @@ type generation struct {
 
 func newGeneration(cfg *config.Config, open opener) *generation {
 	return &generation{cfg: cfg, open: open, pools: make(map[string]*upstream.Pool),
-		clients: make(map[string]*certs.ClientTLS), bridges: make(map[string]*httpbridge.Bridge)}
+		clients: make(map[string]*certs.ClientTLS), bridges: make(map[string]*httpbridge.Bridge),
+		pinners: make(map[string]*images.Pinner)}
 }
 
 // runner is a background worker of a generation.

@@ -112,6 +112,7 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		return nil, err
 	}
 	gen.bridges[rc.Name] = br
+	gen.pinImages(rc, b.log)
 	return br, nil
 }
 
@@ -128,7 +129,7 @@ func (b *builder) httpChain(rc *config.Route) (httpbridge.Chain, error) {
 	if err != nil || store == nil {
 		return nil, err
 	}
-	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: cacheStore{c: store}, Offline: c.Offline, Log: b.log})
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: cacheStore{c: store}, Offline: c.Offline, Tags: c.Tags, Log: b.log})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +68,9 @@ type gatewaySpec struct {
 	cacheDir    string        // route cache's http.cache.dir
 	offline     bool          // route cache's http.cache.offline
 	extra       string        // more routes, YAML appended after the others
+	tags        string        // route cache's http.cache.tags; "": absent
+	maxSize     string        // route cache's http.cache.max_size; "": 2GiB
+	pin         []string      // route cache's http.cache.pin
 }
 
 // Health check timing of both routes: an upstream is down after
@@ -104,9 +108,15 @@ routes:
 	g.bridgeRoute(&b, "cache", cacheHost, "", tail+fmt.Sprintf(`      audit_log: %s
       cache:
         dir: %s
-        max_size: 2GiB
+        max_size: %s
         offline: %t
-`, g.auditLog, g.cacheDir, g.offline))
+`, g.auditLog, g.cacheDir, cmp.Or(g.maxSize, "2GiB"), g.offline))
+	if g.tags != "" {
+		fmt.Fprintf(&b, "        tags: %s\n", g.tags)
+	}
+	if len(g.pin) > 0 {
+		fmt.Fprintf(&b, "        pin: [%s]\n", `"`+strings.Join(g.pin, `", "`)+`"`)
+	}
 	b.WriteString(g.extra)
 	return b.String()
 }
