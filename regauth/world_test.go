@@ -106,26 +106,7 @@ func (w *world) push(t *testing.T, repo string) v1.Hash {
 // knows) and returns its digest, after reading every layer.
 func (w *world) pull(t *testing.T, rt http.RoundTripper, repo string) (v1.Hash, error) {
 	t.Helper()
-	img, err := remote.Image(w.ref(t, repo), remote.WithTransport(rt), remote.WithContext(testContext(t)))
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	for _, l := range layers {
-		rc, err := l.Compressed()
-		if err != nil {
-			return v1.Hash{}, err
-		}
-		_, err = io.Copy(io.Discard, rc)
-		_ = rc.Close()
-		if err != nil {
-			return v1.Hash{}, err
-		}
-	}
-	return img.Digest()
+	return distribution.Pull(testContext(t), w.ref(t, repo), rt)
 }
 
 func (w *world) ref(t *testing.T, repo string) name.Reference {
