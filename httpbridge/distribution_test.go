@@ -1,20 +1,15 @@
 package httpbridge
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	testdistribution "github.com/snigate/snigate/internal/testkit/distribution"
 )
 
 // distribution is a docker-registry (distribution 2.8, the Debian
@@ -30,75 +25,17 @@ type distribution struct {
 // skipped where it is not installed.
 func startDistribution(t *testing.T, p *testPKI) *distribution {
 	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		t.Skip("docker-registry is not installed (test/deps.sh installs it)")
-	}
-	dir := t.TempDir()
-	cfg := writeDistributionConfig(t, p, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", cfg)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = pw.Close() })
-	addr := make(chan string, 1)
-	go scanListening(pr, addr)
-	d := &distribution{client: &http.Client{Transport: &http.Transport{TLSClientConfig: p.edgeTLS()}}}
-	t.Cleanup(d.client.CloseIdleConnections)
-	select {
-	case d.addr = <-addr:
-	case <-time.After(3 * waitLimit): // a failure bound for a process start on a busy machine
-		t.Fatal("docker-registry did not log its listening address")
-	}
-	return d
-}
-
-// writeDistributionConfig writes the registry's certificate, key, CA and
-// config.yml (listening on 127.0.0.1:0) to dir.
-func writeDistributionConfig(t *testing.T, p *testPKI, dir string) string {
-	t.Helper()
 	_, certPEM, keyPEM, err := p.ca.Leaf("registry", registryName, "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]byte{"registry.crt": certPEM, "registry.key": keyPEM, "ca.crt": p.ca.PEM}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := fmt.Sprintf(`version: 0.1
-log: {level: info, formatter: text}
-storage: {filesystem: {rootdirectory: %[1]s/data}}
-http:
-  addr: 127.0.0.1:0
-  secret: httpbridge-test
-  tls: {certificate: %[1]s/registry.crt, key: %[1]s/registry.key, clientcas: [%[1]s/ca.crt]}
-`, dir)
-	path := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// scanListening sends the address of docker-registry's "listening on"
-// line, then drains its output.
-func scanListening(r io.Reader, addr chan<- string) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if _, rest, ok := strings.Cut(sc.Text(), `msg="listening on `); ok {
-			a, _, _ := strings.Cut(rest, `"`)
-			a, _, _ = strings.Cut(a, ", tls")
-			addr <- a
-			break
-		}
-	}
-	_, _ = io.Copy(io.Discard, r)
+	reg := testdistribution.Start(t, testdistribution.Options{
+		TLS:    testdistribution.TLSFiles{Cert: certPEM, Key: keyPEM, ClientCAs: p.ca.PEM},
+		Secret: "httpbridge-test",
+	})
+	d := &distribution{addr: reg.Addr, client: &http.Client{Transport: &http.Transport{TLSClientConfig: p.edgeTLS()}}}
+	t.Cleanup(d.client.CloseIdleConnections)
+	return d
 }
 
 // pushBlob uploads b to repo directly (POST, then PUT with the digest)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 const manifestPath = "/v2/team/app/manifests/v1"
@@ -17,7 +16,7 @@ const manifestPath = "/v2/team/app/manifests/v1"
 func TestBearerPullOfPushedImage(t *testing.T) {
 	w := newTokenWorld(t)
 	want := w.push(t, "team/app")
-	before := w.ts.total()
+	before := w.ts.Total()
 	got, err := w.pull(t, w.transport(t, nil, false), "team/app")
 	if err != nil {
 		t.Fatalf("pull through the Transport: %v", err)
@@ -25,12 +24,10 @@ func TestBearerPullOfPushedImage(t *testing.T) {
 	if got != want {
 		t.Fatalf("pulled digest %s, pushed %s", got, want)
 	}
-	if n := w.ts.requests("repository:team/app:pull"); n != 1 {
+	if n := w.ts.Requests("repository:team/app:pull"); n != 1 {
 		t.Errorf("%d tokens asked for repository:team/app:pull during the pull, want 1", n)
 	}
-	w.ts.mu.Lock()
-	subjects := w.ts.subjects[before:]
-	w.ts.mu.Unlock()
+	subjects := w.ts.Subjects()[before:]
 	for _, s := range subjects {
 		if s != testUser {
 			t.Errorf("a token of the pull was asked for %q, want the gateway's %q", s, testUser)
@@ -55,7 +52,7 @@ func TestBearerOneTokenForManyRequestsOfOneScope(t *testing.T) {
 	for range 20 {
 		w.mustGet200(t, rt, manifestPath, "")
 	}
-	if n := w.ts.requests("repository:team/app:pull"); n != 1 {
+	if n := w.ts.Requests("repository:team/app:pull"); n != 1 {
 		t.Fatalf("%d token requests for 70 requests of one scope, want 1", n)
 	}
 	if f, c := w.tokens(ResultFetched), w.tokens(ResultCached); f != 1 || c < 20 {
@@ -69,9 +66,9 @@ func TestBearerNewTokenAfterExpiry(t *testing.T) {
 	rt := w.transport(t, nil, false)
 	w.mustGet200(t, rt, manifestPath, "")
 	w.mustGet200(t, rt, manifestPath, "")
-	ageTokens(rt, time.Duration(w.ts.expiresIn)*time.Second)
+	ageTokens(rt, w.ts.ExpiresIn())
 	w.mustGet200(t, rt, manifestPath, "")
-	if n := w.ts.requests("repository:team/app:pull"); n != 2 {
+	if n := w.ts.Requests("repository:team/app:pull"); n != 2 {
 		t.Fatalf("%d token requests, want 2: one, and one after the first expired", n)
 	}
 }
@@ -82,11 +79,9 @@ func TestBearerTokenRefusedBeforeItsTimeIsReplaced(t *testing.T) {
 	w.push(t, "team/other")
 	rt := w.transport(t, nil, false)
 	w.mustGet200(t, rt, manifestPath, "") // the registry's challenge is known now
-	w.ts.mu.Lock()
-	w.ts.pastExp = 1 // the next token is expired for the registry
-	w.ts.mu.Unlock()
+	w.ts.ExpireNext(1)                    // the next token is expired for the registry
 	w.mustGet200(t, rt, "/v2/team/other/manifests/v1", "")
-	if n := w.ts.requests("repository:team/other:pull"); n != 2 {
+	if n := w.ts.Requests("repository:team/other:pull"); n != 2 {
 		t.Fatalf("%d token requests for team/other, want 2 (the refused one, its replacement)", n)
 	}
 }
@@ -96,9 +91,9 @@ func TestBearerRotatedPasswordUsedOnNextToken(t *testing.T) {
 	w.push(t, "team/app")
 	rt := w.transport(t, nil, false)
 	w.mustGet200(t, rt, manifestPath, "")
-	w.ts.setUser(testUser, "second-Passw0rd") // the old password stops working
+	w.ts.SetUser(testUser, "second-Passw0rd") // the old password stops working
 	writeFile(t, w.pwFile, "second-Passw0rd\n")
-	ageTokens(rt, time.Duration(w.ts.expiresIn)*time.Second)
+	ageTokens(rt, w.ts.ExpiresIn())
 	w.mustGet200(t, rt, manifestPath, "")
 	if r := w.tokens(ResultRefused); r != 0 {
 		t.Fatalf("%d refusals: the old password was sent after the rotation", r)
@@ -120,7 +115,7 @@ func TestBearerWrongPasswordIsRefused(t *testing.T) {
 	if r := w.tokens(ResultRefused); r != 3 {
 		t.Errorf("refused = %d, want 3", r)
 	}
-	if n := w.ts.requests("repository:team/app:pull"); n != 1 {
+	if n := w.ts.Requests("repository:team/app:pull"); n != 1 {
 		t.Errorf("%d token requests with the refused password, want 1 (the error is remembered)", n)
 	}
 	logs := w.logs.String()
@@ -145,9 +140,7 @@ func TestBearerNodeAuthorizationMakesNoDifference(t *testing.T) {
 	for _, nodeAuth := range []string{"Bearer node-own-token", "Basic " + b64("robot:wrong"), "garbage"} {
 		w.mustGet200(t, rt, manifestPath, nodeAuth)
 	}
-	w.ts.mu.Lock()
-	defer w.ts.mu.Unlock()
-	for _, s := range w.ts.subjects[1:] { // [0] is the push
+	for _, s := range w.ts.Subjects()[1:] { // [0] is the push
 		if s != testUser {
 			t.Errorf("a token was asked for %q", s)
 		}
@@ -166,22 +159,22 @@ func TestBearerPushWhenWritingAllowed(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("%v %v", resp, err)
 	}
-	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, "https://"+w.reg.addr+"/v2/team/copy/blobs/uploads/", nil)
+	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, "https://"+w.reg.Addr+"/v2/team/copy/blobs/uploads/", nil)
 	resp, err = rt.RoundTrip(req)
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("upload start with writing allowed: %v %v", resp, err)
 	}
 	_ = resp.Body.Close()
-	if n := w.ts.requests("repository:team/copy:pull,push"); n != 1 {
+	if n := w.ts.Requests("repository:team/copy:pull,push"); n != 1 {
 		t.Errorf("%d tokens for repository:team/copy:pull,push, want 1", n)
 	}
 	ro := w.transport(t, nil, false)
-	req, _ = http.NewRequestWithContext(testContext(t), http.MethodPost, "https://"+w.reg.addr+"/v2/team/copy2/blobs/uploads/", nil)
+	req, _ = http.NewRequestWithContext(testContext(t), http.MethodPost, "https://"+w.reg.Addr+"/v2/team/copy2/blobs/uploads/", nil)
 	if resp, err := ro.RoundTrip(req); err == nil {
 		_ = resp.Body.Close()
 		t.Fatalf("upload start without writing allowed: %s, want a refusal", resp.Status)
 	}
-	if w.ts.requests("repository:team/copy2:pull,push") != 0 {
+	if w.ts.Requests("repository:team/copy2:pull,push") != 0 {
 		t.Error("a push token was asked for a route that does not allow writing")
 	}
 	_ = img
@@ -190,10 +183,10 @@ func TestBearerPushWhenWritingAllowed(t *testing.T) {
 func TestBearerIdentityTokenFromDockerConfig(t *testing.T) {
 	w := newTokenWorld(t)
 	w.push(t, "team/app")
-	w.ts.addRefreshToken("refresh-"+testSecret, testUser)
+	w.ts.AddRefreshToken("refresh-"+testSecret, testUser)
 	path := filepath.Join(t.TempDir(), "config.json")
-	writeFile(t, path, `{"auths":{"`+w.reg.addr+`":{"identitytoken":"refresh-`+testSecret+`"}}}`)
-	if _, err := w.pull(t, w.transport(t, NewDockerConfig(path, w.reg.addr), false), "team/app"); err != nil {
+	writeFile(t, path, `{"auths":{"`+w.reg.Addr+`":{"identitytoken":"refresh-`+testSecret+`"}}}`)
+	if _, err := w.pull(t, w.transport(t, NewDockerConfig(path, w.reg.Addr), false), "team/app"); err != nil {
 		t.Fatalf("pull with an identity token: %v", err)
 	}
 }
@@ -202,10 +195,10 @@ func TestBearerCredentialHelper(t *testing.T) {
 	w := newTokenWorld(t)
 	w.push(t, "team/app")
 	installHelper(t)
-	w.ts.setUser("u", w.reg.addr+"-pass") // what docker-credential-test answers
+	w.ts.SetUser("u", w.reg.Addr+"-pass") // what docker-credential-test answers
 	path := filepath.Join(t.TempDir(), "config.json")
-	writeFile(t, path, `{"credHelpers":{"`+w.reg.addr+`":"test"}}`)
-	if _, err := w.pull(t, w.transport(t, NewDockerConfig(path, w.reg.addr), false), "team/app"); err != nil {
+	writeFile(t, path, `{"credHelpers":{"`+w.reg.Addr+`":"test"}}`)
+	if _, err := w.pull(t, w.transport(t, NewDockerConfig(path, w.reg.Addr), false), "team/app"); err != nil {
 		t.Fatalf("pull with a credential helper: %v", err)
 	}
 }
@@ -230,14 +223,10 @@ func TestBearerAnonymous(t *testing.T) {
 func TestTokenRegistryVerifiesSignatures(t *testing.T) {
 	w := newTokenWorld(t)
 	w.push(t, "team/app")
-	w.ts.mu.Lock()
-	cert := w.ts.cert
-	w.ts.newSigningKey(t) // a new key and certificate the registry never saw
-	w.ts.mu.Unlock()
+	w.ts.RotateKey(t) // a new key and certificate the registry never saw
 	_, err := w.get(t, w.transport(t, nil, false), manifestPath, "")
 	var re *RefusedError
 	if !errors.As(err, &re) || re.By != "registry" {
 		t.Fatalf("a token of a foreign key: %v, want the registry's refusal", err)
 	}
-	_ = cert
 }

@@ -1,22 +1,15 @@
 package regauth
 
 import (
-	"bufio"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/snigate/snigate/internal/pki"
-	"golang.org/x/crypto/bcrypt"
+	"github.com/snigate/snigate/internal/testkit/distribution"
 )
 
 // startLimit bounds a process start or a first answer on a busy machine;
@@ -54,86 +47,27 @@ func (p *testPKI) transport(t *testing.T) *http.Transport {
 	return tr
 }
 
-// registry is a docker-registry process on 127.0.0.1.
-type registry struct {
-	addr string // 127.0.0.1:port
-}
-
-// startRegistry runs Debian's docker-registry over TLS on 127.0.0.1:0
-// with authYAML as its auth section, and waits for its "listening on"
+// startRegistry runs Debian's docker-registry over TLS (a leaf of the
+// test CA for 127.0.0.1 and localhost) on 127.0.0.1:0 with delete
+// enabled, auth o.Htpasswd or o.Token, and waits for its "listening on"
 // line.
-func startRegistry(t *testing.T, p *testPKI, authYAML string) *registry {
+func startRegistry(t *testing.T, p *testPKI, o distribution.Options) *distribution.Registry {
 	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		t.Skip("docker-registry is not installed (test/deps.sh installs it)")
-	}
-	dir := t.TempDir()
 	_, certPEM, keyPEM, err := p.ca.Leaf("registry", "127.0.0.1", "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTestFile(t, filepath.Join(dir, "registry.crt"), certPEM)
-	writeTestFile(t, filepath.Join(dir, "registry.key"), keyPEM)
-	cfg := fmt.Sprintf(`version: 0.1
-log: {level: info, formatter: text}
-storage: {filesystem: {rootdirectory: %[1]s/data}, delete: {enabled: true}}
-http:
-  addr: 127.0.0.1:0
-  secret: regauth-test
-  tls: {certificate: %[1]s/registry.crt, key: %[1]s/registry.key}
-auth:
-%[2]s
-`, dir, authYAML)
-	path := filepath.Join(dir, "config.yml")
-	writeTestFile(t, path, []byte(cfg))
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", path)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = pw.Close() })
-	addr := make(chan string, 1)
-	go scanListening(pr, addr)
-	select {
-	case a := <-addr:
-		return &registry{addr: a}
-	case <-time.After(startLimit):
-		t.Fatal("docker-registry did not log its listening address")
-	}
-	return nil
+	o.TLS, o.Secret, o.Delete = distribution.TLSFiles{Cert: certPEM, Key: keyPEM}, "regauth-test", true
+	return distribution.Start(t, o)
 }
 
-// scanListening sends the address of docker-registry's "listening on"
-// line, then drains its output.
-func scanListening(r io.Reader, addr chan<- string) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if _, rest, ok := strings.Cut(sc.Text(), `msg="listening on `); ok {
-			a, _, _ := strings.Cut(rest, `"`)
-			a, _, _ = strings.Cut(a, ", tls")
-			addr <- a
-			break
-		}
-	}
-	_, _ = io.Copy(io.Discard, r)
-}
-
-// writeHtpasswd writes an htpasswd file of bcrypt hashes.
-func writeHtpasswd(t *testing.T, path string, users map[string]string) {
+// startTokenService is the distribution token service (issuer
+// regauth-test-issuer, service regauth-test-registry) on a leaf of the
+// test CA.
+func startTokenService(t *testing.T, p *testPKI) *distribution.TokenService {
 	t.Helper()
-	var b strings.Builder
-	for u, pw := range users {
-		h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s:%s\n", u, h)
-	}
-	writeTestFile(t, path, []byte(b.String()))
+	return distribution.NewTokenService(t, distribution.TokenOptions{TLS: p.serverTLS(t, "localhost", "127.0.0.1"),
+		Issuer: "regauth-test-issuer", Service: "regauth-test-registry"})
 }
 
 func writeTestFile(t *testing.T, path string, b []byte) {

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/snigate/snigate/internal/testkit/distribution"
 )
 
 const (
@@ -29,8 +31,8 @@ const (
 // what a Transport in front of it needs.
 type world struct {
 	p       *testPKI
-	reg     *registry
-	ts      *tokenService // nil for an htpasswd registry
+	reg     *distribution.Registry
+	ts      *distribution.TokenService // nil for an htpasswd registry
 	pwFile  string
 	metrics *Metrics
 	logs    *syncBuffer
@@ -42,9 +44,9 @@ func newTokenWorld(t *testing.T) *world {
 	t.Helper()
 	p := newTestPKI(t)
 	ts := startTokenService(t, p)
-	ts.setUser(testUser, testPassword)
+	ts.SetUser(testUser, testPassword)
 	w := &world{p: p, ts: ts, metrics: NewMetrics(nil), logs: &syncBuffer{}}
-	w.reg = startRegistry(t, p, ts.authYAML())
+	w.reg = startRegistry(t, p, distribution.Options{Token: ts})
 	w.pwFile = filepath.Join(t.TempDir(), "password")
 	writeFile(t, w.pwFile, testPassword+"\n")
 	return w
@@ -55,9 +57,8 @@ func newBasicWorld(t *testing.T) *world {
 	t.Helper()
 	p := newTestPKI(t)
 	dir := t.TempDir()
-	writeHtpasswd(t, filepath.Join(dir, "htpasswd"), map[string]string{testUser: testPassword})
 	w := &world{p: p, metrics: NewMetrics(nil), logs: &syncBuffer{}}
-	w.reg = startRegistry(t, p, "  htpasswd:\n    realm: regauth-basic\n    path: "+filepath.Join(dir, "htpasswd"))
+	w.reg = startRegistry(t, p, distribution.Options{Htpasswd: map[string]string{testUser: testPassword}, HtpasswdRealm: "regauth-basic"})
 	w.pwFile = filepath.Join(dir, "password")
 	writeFile(t, w.pwFile, testPassword+"\n")
 	return w
@@ -71,7 +72,7 @@ func (w *world) transport(t *testing.T, src Source, write bool) *Transport {
 		src = NewPasswordFile(testUser, w.pwFile)
 	}
 	rt, err := New(w.p.transport(t), Config{
-		Route: testRoute, Host: w.reg.addr, Source: src, TokenTransport: w.p.transport(t),
+		Route: testRoute, Host: w.reg.Addr, Source: src, TokenTransport: w.p.transport(t),
 		WriteAllowedFunc: func(*http.Request) bool { return write },
 		Metrics:          w.metrics, Logger: slog.New(slog.NewTextHandler(w.logs, nil)),
 	})
@@ -105,31 +106,12 @@ func (w *world) push(t *testing.T, repo string) v1.Hash {
 // knows) and returns its digest, after reading every layer.
 func (w *world) pull(t *testing.T, rt http.RoundTripper, repo string) (v1.Hash, error) {
 	t.Helper()
-	img, err := remote.Image(w.ref(t, repo), remote.WithTransport(rt), remote.WithContext(testContext(t)))
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	for _, l := range layers {
-		rc, err := l.Compressed()
-		if err != nil {
-			return v1.Hash{}, err
-		}
-		_, err = io.Copy(io.Discard, rc)
-		_ = rc.Close()
-		if err != nil {
-			return v1.Hash{}, err
-		}
-	}
-	return img.Digest()
+	return distribution.Pull(testContext(t), w.ref(t, repo), rt)
 }
 
 func (w *world) ref(t *testing.T, repo string) name.Reference {
 	t.Helper()
-	ref, err := name.ParseReference(w.reg.addr + "/" + repo + ":v1")
+	ref, err := name.ParseReference(w.reg.Addr + "/" + repo + ":v1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +121,7 @@ func (w *world) ref(t *testing.T, repo string) name.Reference {
 // get sends GET path through rt with the node's Authorization (if any).
 func (w *world) get(t *testing.T, rt http.RoundTripper, path, nodeAuth string) (*http.Response, error) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, "https://"+w.reg.addr+path, nil)
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, "https://"+w.reg.Addr+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/testkit"
+	"github.com/snigate/snigate/internal/testkit/distribution"
 	"github.com/snigate/snigate/oci"
 )
 
@@ -58,7 +59,7 @@ routes:
 type authWorld struct {
 	*world
 	reg    string
-	ts     *tokenService // nil: htpasswd
+	ts     *distribution.TokenService // nil: htpasswd
 	digest v1.Hash
 }
 
@@ -75,14 +76,12 @@ func newAuthWorldWith(t *testing.T, token bool, password, httpLines string) *aut
 	t.Helper()
 	w := &authWorld{world: newWorld(t, "")}
 	users := map[string]string{authUser: authPassword}
-	auth := ""
+	o := distribution.Options{Htpasswd: users}
 	if token {
 		w.ts = startTokenService(t, w.ca, users)
-		auth = w.ts.authYAML()
-	} else {
-		auth = htpasswdYAML(t, t.TempDir(), users)
+		o = distribution.Options{Token: w.ts}
 	}
-	w.reg = startDockerRegistry(t, w.ca, auth)
+	w.reg = startDockerRegistry(t, w.ca, o)
 	must(t, os.WriteFile(filepath.Join(w.dir, "password"), []byte(password+"\n"), 0o600))
 	w.digest = w.push(t, "team/app")
 	w.writeConfig(strings.Replace(authRouteConfig, "%q", `"`+w.reg+`"`, 1) + httpLines)
@@ -135,26 +134,7 @@ func pullThrough(t *testing.T, rt http.RoundTripper, repo string) (v1.Hash, erro
 	t.Helper()
 	ref, err := name.ParseReference("registry.test/" + repo + ":v1")
 	must(t, err)
-	img, err := remote.Image(ref, remote.WithTransport(rt), remote.WithContext(t.Context()))
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	for _, l := range layers {
-		rc, err := l.Compressed() // verified against the layer's digest as it is read
-		if err != nil {
-			return v1.Hash{}, err
-		}
-		_, err = io.Copy(io.Discard, rc)
-		_ = rc.Close()
-		if err != nil {
-			return v1.Hash{}, err
-		}
-	}
-	return img.Digest()
+	return distribution.Pull(t.Context(), ref, rt)
 }
 
 // get sends GET path through rt and returns the status and body.
@@ -238,12 +218,12 @@ func TestAuthRoutePullsWithTheGatewaysCredentials(t *testing.T) {
 // credentials are never used for it: the token service is asked nothing.
 func TestAuthRouteRefusedRepositoryAsksNoToken(t *testing.T) {
 	w := newAuthWorld(t, true, authPassword)
-	pushed := w.ts.total() // the test's own push
+	pushed := w.ts.Total() // the test's own push
 	status, body := get(t, w.node(t, ""), "/v2/other/app/manifests/v1")
 	if status != http.StatusForbidden || !strings.Contains(string(body), oci.CodeDenied) {
 		t.Fatalf("GET outside the allow-list: %d %s, want 403 DENIED", status, body)
 	}
-	if n := w.ts.total() - pushed; n != 0 {
+	if n := w.ts.Total() - pushed; n != 0 {
 		t.Fatalf("the token service was asked %d times for a refused repository, want 0", n)
 	}
 }
@@ -286,7 +266,7 @@ func TestAuthRouteSharesTokensAcrossPulls(t *testing.T) {
 			t.Fatalf("pull %d: %s, %v; want %s", i, got, err, w.digest)
 		}
 	}
-	if n := w.ts.requests("repository:team/app:pull"); n != 1 {
+	if n := w.ts.Requests("repository:team/app:pull"); n != 1 {
 		t.Errorf("the token service was asked %d times for repository:team/app:pull in %d pulls, want 1", n, pulls)
 	}
 	if n := w.tokens("cached"); n < pulls {

@@ -8,10 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"golang.org/x/crypto/bcrypt"
+	"github.com/snigate/snigate/internal/testkit/distribution"
 )
 
 // The registries behind routes with http.auth, in the registry namespace
@@ -52,7 +51,7 @@ func (w *world) authRoutes(pwFile, auditLog string) string {
 
 // authRegistries starts the two registries and the token service, once
 // per test, and stops them when it ends.
-func (w *world) startAuthRegistries(t *testing.T) (*tokenSvc, []*registry) {
+func (w *world) startAuthRegistries(t *testing.T) (*distribution.TokenService, []*registry) {
 	t.Helper()
 	pki := filepath.Join(w.dir, "pki")
 	for _, a := range []string{basicRegAddr, jwtRegAddr, tokenSvcAddr} {
@@ -62,19 +61,12 @@ func (w *world) startAuthRegistries(t *testing.T) (*tokenSvc, []*registry) {
 	}
 	ts := startTokenSvc(t, w, pki)
 	htpasswd := filepath.Join(w.dir, "htpasswd")
-	hash, err := bcrypt.GenerateFromPassword([]byte(authPassword), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(htpasswd, []byte(authUser+":"+string(hash)+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	distribution.WriteHtpasswd(t, htpasswd, map[string]string{authUser: authPassword})
 	storage := filepath.Join(w.dir, "storage") // shared: the world's image is there
 	var regs []*registry
 	for _, r := range []struct{ name, host, addr, auth string }{
 		{"basicreg", basicAuthHost, basicRegAddr, "auth:\n  htpasswd:\n    realm: e2e-basic\n    path: " + htpasswd + "\n"},
-		{"jwtreg", tokenAuthHost, jwtRegAddr, fmt.Sprintf("auth:\n  token:\n    realm: https://%s/token\n    service: %s\n    issuer: %s\n    rootcertbundle: %s\n",
-			hostOf(tokenSvcAddr), e2eTokenService, e2eTokenIssuer, ts.certFile)},
+		{"jwtreg", tokenAuthHost, jwtRegAddr, "auth:\n" + ts.AuthYAML() + "\n"},
 	} {
 		kp, err := w.registryCA.issue(pki, r.name, r.host, hostOf(r.addr))
 		if err != nil {
@@ -144,7 +136,7 @@ func TestAuthRoutesPullWithTheGatewaysCredentials(t *testing.T) {
 			w.mustPullSkopeo(t, host, w.gatewayCerts)
 		}
 	}
-	if n := ts.requests("repository:" + imageRepo + ":pull"); n != 1 {
+	if n := ts.Requests("repository:" + imageRepo + ":pull"); n != 1 {
 		t.Errorf("the token service was asked %d times for repository:%s:pull in two pulls, want 1", n, imageRepo)
 	}
 	for _, route := range []string{"basicauth", "tokenauth"} {
@@ -160,7 +152,7 @@ func TestAuthRoutesPullWithTheGatewaysCredentials(t *testing.T) {
 			t.Errorf("%s authorized the pull without the node's address %s:\n%s", r.name, nodeAddr, line)
 		}
 	}
-	before := ts.total()
+	before := ts.Total()
 	conn, err := tlsDialIn(w.node, bastionAddr+":443", w.gatewayTLS(t, tokenAuthHost))
 	if err != nil {
 		t.Fatal(err)
@@ -170,22 +162,9 @@ func TestAuthRoutesPullWithTheGatewaysCredentials(t *testing.T) {
 	if err != nil || status != http.StatusForbidden {
 		t.Errorf("GET outside http.repositories: %d (%v), want 403", status, err)
 	}
-	if n := ts.total() - before; n != 0 {
+	if n := ts.Total() - before; n != 0 {
 		t.Errorf("the token service was asked %d times for a refused repository, want 0", n)
 	}
-}
-
-// tokenSvc is a token service after the distribution token
-// specification, listening in the registry namespace: Basic credentials
-// of authUser get an ES256 JWT granting what the scopes ask, signed by a
-// key whose certificate the registry trusts.
-type tokenSvc struct {
-	srv      *http.Server
-	signer   *jwtSigner
-	certFile string
-
-	mu     sync.Mutex
-	counts map[string]int
 }
 
 const (
@@ -193,12 +172,13 @@ const (
 	e2eTokenIssuer  = "e2e-jwt-issuer"
 )
 
-func startTokenSvc(t *testing.T, w *world, pki string) *tokenSvc {
+// startTokenSvc is a token service after the distribution token
+// specification, listening in the registry namespace: Basic credentials
+// of authUser get an ES256 JWT granting what the scopes ask, signed by a
+// key whose certificate the registry trusts; anonymous requests are
+// refused.
+func startTokenSvc(t *testing.T, w *world, pki string) *distribution.TokenService {
 	t.Helper()
-	signer, certFile, err := newJWTSigner(pki)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kp, err := w.registryCA.issue(pki, "tokensvc", hostOf(tokenSvcAddr))
 	if err != nil {
 		t.Fatal(err)
@@ -211,40 +191,9 @@ func startTokenSvc(t *testing.T, w *world, pki string) *tokenSvc {
 	if err := w.registry.do(func() (err error) { ln, err = net.Listen("tcp", tokenSvcAddr); return err }); err != nil {
 		t.Fatal(err)
 	}
-	ts := &tokenSvc{signer: signer, certFile: certFile, counts: map[string]int{}}
-	ts.srv = &http.Server{Handler: http.HandlerFunc(ts.serve), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ts.srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { _ = ts.srv.Close(); <-done })
-	return ts
-}
-
-func (ts *tokenSvc) serve(w http.ResponseWriter, r *http.Request) {
-	scopes := r.URL.Query()["scope"]
-	ts.mu.Lock()
-	ts.counts[strings.Join(scopes, " ")]++
-	ts.mu.Unlock()
-	user, pw, ok := r.BasicAuth()
-	if !ok || user != authUser || pw != authPassword || r.URL.Query().Get("service") != e2eTokenService {
-		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"token":%q,"expires_in":300}`, ts.signer.sign(user, scopes))
-}
-
-func (ts *tokenSvc) requests(scope string) int {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	return ts.counts[scope]
-}
-
-func (ts *tokenSvc) total() int {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	n := 0
-	for _, c := range ts.counts {
-		n += c
-	}
-	return n
+	return distribution.NewTokenService(t, distribution.TokenOptions{
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, Listener: ln, HTTP2: true,
+		Realm: "https://" + hostOf(tokenSvcAddr) + "/token", Issuer: e2eTokenIssuer, Service: e2eTokenService,
+		Users: map[string]string{authUser: authPassword}, RefuseAnonymous: true, SignerName: "e2e token signer",
+	})
 }
