@@ -32,8 +32,10 @@ func TestHTTPBridgePullsWithSkopeo(t *testing.T) {
 	if !strings.Contains(line, "remoteaddr="+nodeAddr) && !strings.Contains(line, `remoteaddr="`+nodeAddr) {
 		t.Errorf("the registry logged the pull of %s without the node's address %s:\n%s", uri, nodeAddr, line)
 	}
+	// The routes share one audit file: the record of this route's pull
+	// (other tests pull the same tag through the cache route).
 	rec := w.waitAudit(t, func(r auditRecord) bool {
-		return r.Kind == "manifest" && r.Reference == imageTag && r.Status == http.StatusOK && r.Method == http.MethodGet
+		return r.Route == "pull" && r.Kind == "manifest" && r.Reference == imageTag && r.Status == http.StatusOK && r.Method == http.MethodGet
 	})
 	if !strings.HasPrefix(rec.Client, nodeAddr+":") || rec.Repository != imageRepo || rec.Route != "pull" ||
 		rec.Digest != w.image.digest.String() || rec.Upstream == "" || rec.Bytes <= 0 {
