@@ -29,9 +29,10 @@ type HTTP struct {
 // Cache is routes[].http.cache: the content-addressed store of blobs and
 // manifests by digest.
 type Cache struct {
-	Dir     string // absolute; one route's only
-	MaxSize int64  // bytes; least recently used content is removed beyond it
-	Offline bool   // serve cached content without the registry's check when no upstream answers
+	Dir     string       // absolute; one route's only
+	MaxSize int64        // bytes; least recently used content is removed beyond it
+	Offline bool         // serve cached content without the registry's check when no upstream answers
+	Shared  *SharedCache // nil: no shared tier
 }
 
 // http.redirects values.
@@ -198,8 +199,8 @@ func (p *parser) cache(h fields) *Cache {
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, h.key("cache"), h.keyLine("cache"), "dir", "max_size", "offline")
-	c := &Cache{Dir: p.pathAt(f, "dir"), MaxSize: p.sizeAt(f, "max_size", DefaultCacheMaxSize), Offline: p.boolAt(f, "offline", false)}
+	f := p.mapping(n, h.key("cache"), h.keyLine("cache"), "dir", "max_size", "offline", "shared")
+	c := &Cache{Dir: p.pathAt(f, "dir"), MaxSize: p.sizeAt(f, "max_size", DefaultCacheMaxSize), Offline: p.boolAt(f, "offline", false), Shared: p.sharedCache(f)}
 	p.require(f, "dir", c.Dir != "", "the directory of the cache, such as /var/cache/snigate/registry")
 	return c
 }

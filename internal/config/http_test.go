@@ -103,7 +103,7 @@ func TestHTTPSectionErrors(t *testing.T) {
 			`snigate.yaml:10: routes[0].http.cache.max_size: want a size such as "50GiB" (B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB), more than 0, got "5 apples"`,
 		}},
 		{name: "cache unknown key", yaml: minimalBridge + "    http: {cache: {dir: c, size: 1}}\n", want: []string{
-			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline",
+			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline, shared",
 		}},
 		{name: "one cache dir for two routes", yaml: minimalBridge + "    http: {cache: {dir: c}}\n" + `  - name: s
     sni: [b.example.com]
