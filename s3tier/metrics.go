@@ -115,6 +115,7 @@ func inc(c prometheus.Counter, v float64) {
 
 // Stats are the tier's figures since it was built (snigate ctl cache).
 type Stats struct {
+	Route        string `json:"route"`
 	Endpoint     string `json:"endpoint"`
 	Bucket       string `json:"bucket"`
 	Prefix       string `json:"prefix"`
@@ -132,7 +133,7 @@ func (t *Tier) Stats() Stats {
 	t.warnMu.Lock()
 	last := t.lastErr
 	t.warnMu.Unlock()
-	return Stats{Endpoint: t.cfg.Endpoint, Bucket: t.cfg.Bucket, Prefix: t.cfg.Prefix,
+	return Stats{Route: t.cfg.Route, Endpoint: t.cfg.Endpoint, Bucket: t.cfg.Bucket, Prefix: t.cfg.Prefix,
 		Hits: tt.hit.Load(), Misses: tt.miss.Load(), Errors: tt.errs.Load(),
 		BytesRead: tt.read.Load(), BytesWritten: tt.written.Load(), LastError: last}
 }

@@ -74,15 +74,15 @@ func (t *Tier) dropCorrupt(d digest, err error) {
 // verifyingReader is a shared object's body: hashed as read, counted,
 // and ended by io.EOF only when every byte matched the digest.
 type verifyingReader struct {
-	t     *Tier
-	d     digest
-	r     io.Reader
-	h     hash.Hash
-	size  int64
-	n     int64
+	t      *Tier
+	d      digest
+	r      io.Reader
+	h      hash.Hash
+	size   int64
+	n      int64
 	done   bool
 	endErr error // what every read after the end returns
-	close func() error
+	close  func() error
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {

@@ -18,6 +18,7 @@ import (
 type Tier struct {
 	cfg Config
 	cl  *minio.Client
+	tr  *http.Transport
 	m   routeMetrics
 	now func() time.Time // the clock of lease ages (tests move it)
 	// pauseFunc replaces a waiter's backoff pause (tests); nil: a timer.
@@ -57,7 +58,7 @@ func New(cfg Config) (*Tier, error) {
 	}
 	cfg.Metrics.InitRoute(cfg.Route)
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Tier{cfg: cfg, cl: cl, m: cfg.Metrics.forRoute(cfg.Route), now: time.Now,
+	t := &Tier{cfg: cfg, cl: cl, tr: tr, m: cfg.Metrics.forRoute(cfg.Route), now: time.Now,
 		ctx: ctx, cancel: cancel, lastWarn: map[string]time.Time{}}
 	return t, nil
 }
@@ -76,6 +77,7 @@ func (t *Tier) Bucket() string { return t.cfg.Bucket }
 func (t *Tier) Close() error {
 	t.cancel()
 	t.wg.Wait()
+	t.tr.CloseIdleConnections()
 	return nil
 }
 

@@ -28,6 +28,9 @@ type caches struct {
 
 	mu   sync.Mutex
 	open map[cacheKey]*regcache.Cache
+
+	// shared are the routes' shared tiers (cache.shared), kept alike.
+	shared *sharedTiers
 }
 
 // cacheKey is a store's route and directory.

@@ -13,6 +13,7 @@ import (
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/s3tier"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -27,6 +28,7 @@ type metrics struct {
 	admin    *admin.Metrics
 	http     *httpbridge.Metrics
 	cache    *regcache.Metrics
+	shared   *s3tier.Metrics
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -48,6 +50,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		admin:    admin.NewMetrics(reg),
 		http:     httpbridge.NewMetrics(reg),
 		cache:    regcache.NewMetrics(reg),
+		shared:   s3tier.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
