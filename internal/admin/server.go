@@ -169,6 +169,7 @@ func (s *Server) routes() http.Handler {
 	handle("/debug/pprof/", s.pprof())
 	handle("/api/cache", allow(http.HandlerFunc(s.listCaches), http.MethodGet))
 	handle("/api/cache/purge", allow(http.HandlerFunc(s.purgeCache), http.MethodPost))
+	handle("/api/cache/shared", allow(http.HandlerFunc(s.listSharedCaches), http.MethodGet))
 	handle("/", http.HandlerFunc(notFound))
 	return mux
 }
