@@ -33,7 +33,7 @@ const (
 	DefaultUploadStall = 10 * time.Second
 	// DefaultPartSize is the multipart part size of an upload (S3's
 	// minimum is 5 MiB): content up to it is one PUT.
-	DefaultPartSize = 16 << 20
+	DefaultPartSize = 8 << 20
 )
 
 // Config is one route's shared tier (routes[].http.cache.shared).

@@ -32,7 +32,7 @@ func TestFillStoresBothTiersAndAnotherGatewayReadsIt(t *testing.T) {
 	readAll(t, e, reg.body)
 	a.tier.wg.Wait() // the upload and the lease's heartbeat are over
 	if got := w.object(t, a.tier, reg.digest); !bytes.Equal(got, reg.body) {
-		t.Fatalf("bucket holds %d bytes, want the %d of the fill", len(got), len(reg.body))
+		t.Fatalf("bucket holds %d bytes, want the %d of the fill; log:\n%s", len(got), len(reg.body), a.logBuf)
 	}
 	if got := a.bytes(directionWritten); got != float64(len(reg.body)) {
 		t.Errorf("bytes written = %v, want %d", got, len(reg.body))

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -153,12 +154,21 @@ func (w *weed) start() {
 	}
 }
 
+// ensureBucket makes the bucket, then writes and deletes an object: weed
+// answers S3 before its filer has joined the lock ring, and its first
+// write waits for that (seconds), so a write is the readiness signal.
 func (w *weed) ensureBucket(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ok, err := w.admin.BucketExists(cctx, testBucket)
 	if err == nil && !ok {
 		err = w.admin.MakeBucket(cctx, testBucket, minio.MakeBucketOptions{})
+	}
+	if err == nil {
+		_, err = w.admin.PutObject(cctx, testBucket, "ready", strings.NewReader("ready"), 5, minio.PutObjectOptions{})
+	}
+	if err == nil {
+		err = w.admin.RemoveObject(cctx, testBucket, "ready", minio.RemoveObjectOptions{})
 	}
 	return err
 }
