@@ -142,7 +142,7 @@ func readAll(t *testing.T, e httpcache.Entry, want []byte) {
 func (w *weed) object(t *testing.T, tier *Tier, dgst string) []byte {
 	t.Helper()
 	d, _ := parseDigest(dgst)
-	obj, err := w.admin.GetObject(context.Background(), testBucket, tier.objectKey(d), minio.GetObjectOptions{})
+	obj, err := w.Client.GetObject(context.Background(), testBucket, tier.objectKey(d), minio.GetObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func TestCorruptObjectIsNotServedAndIsReplaced(t *testing.T) {
 	bad := bytes.Clone(reg.body)
 	bad[len(bad)/2] ^= 0xff
 	d, _ := parseDigest(reg.digest)
-	if _, err := w.admin.PutObject(ctx, testBucket, a.tier.objectKey(d), bytes.NewReader(bad), int64(len(bad)),
+	if _, err := w.Client.PutObject(ctx, testBucket, a.tier.objectKey(d), bytes.NewReader(bad), int64(len(bad)),
 		minio.PutObjectOptions{UserMetadata: map[string]string{metaDigest: reg.digest}}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestMismatchedFillIsNotUploaded(t *testing.T) {
 		t.Fatalf("the bucket holds %d bytes under a digest they do not match", len(got))
 	}
 	d, _ := parseDigest(good)
-	if _, err := w.admin.StatObject(context.Background(), testBucket, a.tier.leaseKey(d), minio.StatObjectOptions{}); !notFound(err) {
+	if _, err := w.Client.StatObject(context.Background(), testBucket, a.tier.leaseKey(d), minio.StatObjectOptions{}); !notFound(err) {
 		t.Fatalf("the lease is still there (stat: %v)", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestLeaseOfDeadGatewayTakenOver(t *testing.T) {
 	reg := newRegistry(64 << 10)
 	a := newGateway(t, w, "a")
 	d, _ := parseDigest(reg.digest)
-	if _, err := w.admin.PutObject(context.Background(), testBucket, a.tier.leaseKey(d),
+	if _, err := w.Client.PutObject(context.Background(), testBucket, a.tier.leaseKey(d),
 		strings.NewReader(`{"owner":"dead","digest":"`+reg.digest+`","beat":7}`), -1, minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestLeaseOfDeadGatewayTakenOver(t *testing.T) {
 	if got := w.object(t, a.tier, reg.digest); !bytes.Equal(got, reg.body) {
 		t.Errorf("bucket holds %d bytes after the takeover, want %d", len(got), len(reg.body))
 	}
-	if _, err := w.admin.StatObject(context.Background(), testBucket, a.tier.leaseKey(d), minio.StatObjectOptions{}); !notFound(err) {
+	if _, err := w.Client.StatObject(context.Background(), testBucket, a.tier.leaseKey(d), minio.StatObjectOptions{}); !notFound(err) {
 		t.Errorf("the lease is still there (stat: %v)", err)
 	}
 	if !strings.Contains(a.logBuf.String(), "took over") {
@@ -252,7 +252,7 @@ func TestStoreOutageNeverFailsAPull(t *testing.T) {
 	w := startWeed(t)
 	a := newGateway(t, w, "a")
 	ctx := context.Background()
-	w.stop()
+	w.Stop()
 
 	reg := newRegistry(128 << 10)
 	start := time.Now()
@@ -274,7 +274,7 @@ func TestStoreOutageNeverFailsAPull(t *testing.T) {
 		t.Errorf("%d log lines of the outage, want 1 (rate-limited):\n%s", n, a.logBuf)
 	}
 
-	w.start()
+	w.Restart()
 	reg2 := newRegistry(256 << 10)
 	e, err = a.store.Fill(ctx, reg2.digest, reg2.fetch)
 	if err != nil {
