@@ -98,6 +98,7 @@ type registry struct {
 	digest  string
 	fetches atomic.Int32
 	hold    chan struct{} // nil: answer at once
+	fetched chan int32    // nil, else told the count of each fetch (buffered)
 }
 
 func newRegistry(size int) *registry {
@@ -110,7 +111,10 @@ func newRegistry(size int) *registry {
 }
 
 func (r *registry) fetch(ctx context.Context) (httpcache.Fetched, error) {
-	r.fetches.Add(1)
+	n := r.fetches.Add(1)
+	if r.fetched != nil {
+		r.fetched <- n
+	}
 	if r.hold != nil {
 		select {
 		case <-r.hold:

@@ -143,6 +143,7 @@ func TestGatewaysRacingOneDigestFetchOnce(t *testing.T) {
 	w := startWeed(t)
 	reg := newRegistry(6 << 20)
 	reg.hold = make(chan struct{})
+	reg.fetched = make(chan int32, 8)
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	twoWait := make(chan struct{})
@@ -189,7 +190,16 @@ func TestGatewaysRacingOneDigestFetchOnce(t *testing.T) {
 			errs <- err
 		})
 	}
-	<-twoWait // two gateways wait on the third's lease: the registry answers
+	// the registry answers once two gateways wait on the third's lease (or
+	// once a second gateway fetches: the lease failed, the test fails)
+	for waiting := false; !waiting; {
+		select {
+		case <-twoWait:
+			waiting = true
+		case n := <-reg.fetched:
+			waiting = n > 1
+		}
+	}
 	close(reg.hold)
 	wg.Wait()
 	close(errs)
