@@ -56,12 +56,16 @@ type fleet struct {
 	tlsCfg *tls.Config // what a node offers the gateways
 }
 
-// TestSharedCacheFleet is issue 31 end to end: three gateways with one
-// SeaweedFS bucket and empty caches; 8 nodes' GETs of a 100 MiB layer
-// through all three at once: the registry logs one GET of the layer, the
-// fleet's uplink carries less than 1.3x its size, every GET gets the
-// layer's bytes; a gateway started again with an empty cache serves it
-// without the registry.
+// TestSharedCacheFleet is issue 31 end to end, its steps in order: three
+// gateways with one SeaweedFS bucket and empty caches; 8 nodes' GETs of a
+// 100 MiB layer through all three at once: the registry logs one GET of
+// the layer, the fleet's uplink carries less than 1.3x its size, every GET
+// gets the layer's bytes; a gateway started again with an empty cache
+// serves it without the registry; an object corrupted in the bucket is not
+// served and is replaced; SeaweedFS killed: a pull goes on through the
+// registry, restarted: used again; a gateway SIGKILLed mid-fill: the pulls
+// through the others complete (after its lease's 30s) and the bucket holds
+// the layer's exact bytes.
 func TestSharedCacheFleet(t *testing.T) {
 	w := getWorld(t)
 	if _, err := os.Stat(weedtest.Binary); err != nil {
@@ -102,6 +106,133 @@ func TestSharedCacheFleet(t *testing.T) {
 			t.Errorf("the registry logged %d GETs of the layer, want still 1", n)
 		}
 	})
+
+	t.Run("an object corrupted in the bucket is not served and is replaced", func(t *testing.T) {
+		f.corruptObject(t, img)
+		f.restartEmpty(t, fleetSize-1)
+		if err := f.getLayer(fleetSize-1, img); err != nil {
+			t.Fatal(err)
+		}
+		w.waitRegistryRequests(t, "GET", img.layerURI, 2)
+		f.waitObject(t, img)
+	})
+
+	t.Run("SeaweedFS stopped: pulls go on; restarted: used again", func(t *testing.T) {
+		f.weed.kill()
+		f.restartEmpty(t, fleetSize-1)
+		if err := f.getLayer(fleetSize-1, img); err != nil {
+			t.Fatal(err)
+		}
+		w.waitRegistryRequests(t, "GET", img.layerURI, 3)
+		f.startWeed(t)
+		f.restartEmpty(t, fleetSize-1)
+		if err := f.getLayer(fleetSize-1, img); err != nil {
+			t.Fatal(err)
+		}
+		if n := w.registryRequests(t, "GET", img.layerURI); n != 3 {
+			t.Errorf("the registry logged %d GETs of the layer after the store came back, want still 3", n)
+		}
+	})
+
+	t.Run("a gateway killed mid-fill: the others complete, nothing partial is stored", func(t *testing.T) {
+		img2 := w.pushCachedImage(t)
+		f.killMidFill(t, img2)
+		f.waitObject(t, img2)
+	})
+}
+
+// restartEmpty stops gateway i, empties its cache directory and starts it.
+func (f *fleet) restartEmpty(t *testing.T, i int) {
+	t.Helper()
+	g := f.gws[i]
+	if err := g.proc.stop(); err != nil {
+		t.Fatalf("snigate did not exit 0 on SIGTERM: %v", err)
+	}
+	if err := os.RemoveAll(f.dirs[i]); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// objectKey is the bucket's key of digest.
+func objectKey(digest string) string {
+	hex := strings.TrimPrefix(digest, "sha256:")
+	return "e2e/sha256/" + hex[:2] + "/" + hex
+}
+
+// corruptObject overwrites the layer's object with other bytes of the
+// same length, its metadata still naming the digest.
+func (f *fleet) corruptObject(t *testing.T, img *cachedImage) {
+	t.Helper()
+	bad := strings.Repeat("x", int(img.size))
+	_, err := f.s3Client(t).PutObject(context.Background(), fleetBucket, objectKey(img.layer), strings.NewReader(bad), img.size,
+		minio.PutObjectOptions{UserMetadata: map[string]string{"Digest": img.layer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitObject waits until the bucket holds exactly the layer's bytes.
+func (f *fleet) waitObject(t *testing.T, img *cachedImage) {
+	t.Helper()
+	cl := f.s3Client(t)
+	err := poll(startTries, 5*pollStep, func() error {
+		obj, err := cl.GetObject(context.Background(), fleetBucket, objectKey(img.layer), minio.GetObjectOptions{})
+		if err != nil {
+			return err
+		}
+		defer obj.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, obj); err != nil {
+			return err
+		}
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != img.layer {
+			return fmt.Errorf("the bucket's object has digest %s, want %s", got, img.layer)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killMidFill starts a GET of img's layer through gateway 0 alone (the
+// fleet's fill: it takes the lease), SIGKILLs it after the first MiB, then
+// GETs the layer through the two others, which must complete.
+func (f *fleet) killMidFill(t *testing.T, img *cachedImage) {
+	t.Helper()
+	conn, err := tlsDialIn(f.node, gatewayAddr(0)+":443", f.tlsCfg.Clone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * cmdTimeout))
+	req, _ := http.NewRequest(http.MethodGet, "https://"+registryHost+img.layerURI, nil)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET through gateway 0: %v %v", resp, err)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+		t.Fatalf("first MiB: %v", err)
+	}
+	f.gws[0].proc.kill()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i := 1; i < fleetSize; i++ {
+		wg.Go(func() { errs <- f.getLayer(i, img) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // newFleet builds the namespaces, starts SeaweedFS and the gateways; t's
