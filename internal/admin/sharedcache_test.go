@@ -12,7 +12,7 @@ import (
 // fakeShared is a gateway with a shared tier.
 type fakeShared struct{ fakeCaches }
 
-func (fakeShared) SharedCacheStats() []s3tier.Stats {
+func (*fakeShared) SharedCacheStats() []s3tier.Stats {
 	return []s3tier.Stats{{Route: "registry", Endpoint: "https://s3.internal:8333", Bucket: "snigate-cache",
 		Prefix: "registry/", Hits: 96, Misses: 12, BytesRead: 3 << 29, BytesWritten: 310 << 20}}
 }
