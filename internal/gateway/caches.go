@@ -37,7 +37,7 @@ type caches struct {
 type cacheKey struct{ route, dir string }
 
 func newCaches(log *slog.Logger, m *regcache.Metrics, wait bool) *caches {
-	return &caches{log: log, m: m, wait: wait, open: map[cacheKey]*regcache.Cache{}}
+	return &caches{log: log, m: m, wait: wait, open: map[cacheKey]*regcache.Cache{}, shared: newSharedTiers(log, nil)}
 }
 
 // take returns route's store in c.Dir: the open one when the route had
