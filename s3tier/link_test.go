@@ -16,7 +16,8 @@ import (
 // Tiered on two gateways sharing a bucket: the registry still decides
 // (a HEAD before every serve, and a 401 keeps the shared content from a
 // node), gateway a's node fills it with one registry GET, and gateway b's
-// node is served from the bucket without another.
+// node is served from the bucket without another; with the registry
+// down and offline: true, a third gateway serves it from the bucket.
 func TestCacheLinkOverTwoTiers(t *testing.T) {
 	w := startWeed(t)
 	content := newRegistry(3 << 20)
@@ -37,7 +38,11 @@ func TestCacheLinkOverTwoTiers(t *testing.T) {
 		_, _ = rw.Write(content.body)
 	}))
 	defer reg.Close()
+	down := false
 	upstream := roundTripper(func(r *http.Request) (*http.Response, error) {
+		if down {
+			return nil, fmt.Errorf("route r: %w", oci.ErrNoUpstream)
+		}
 		out := r.Clone(r.Context())
 		out.URL.Scheme, out.URL.Host = "http", reg.Listener.Addr().String()
 		return http.DefaultTransport.RoundTrip(out)
@@ -45,8 +50,9 @@ func TestCacheLinkOverTwoTiers(t *testing.T) {
 	next := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.WriteHeader(http.StatusUnauthorized) // the registry's own answer through the proxy
 	})
+	offline := false
 	pull := func(g *gateway, auth string) (int, []byte, string) {
-		c, err := httpcache.New(httpcache.Config{Route: "r", Store: g.store})
+		c, err := httpcache.New(httpcache.Config{Route: "r", Store: g.store, Offline: offline})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +81,14 @@ func TestCacheLinkOverTwoTiers(t *testing.T) {
 	}
 	if got := b.requests(resultHit); got != 1 {
 		t.Errorf("b's shared hits = %v, want 1", got)
+	}
+
+	// offline: true applies to both tiers: with no upstream answering, a
+	// third gateway's empty local tier is filled from the bucket and serves
+	down, offline = true, true
+	c := newGateway(t, w, "c")
+	if code, body, word := pull(c, "Bearer ok"); code != 200 || !bytes.Equal(body, content.body) || word != "offline" {
+		t.Fatalf("gateway c, registry down, offline: %d, %d bytes, %q; want 200, the blob, offline", code, len(body), word)
 	}
 }
 
