@@ -30,9 +30,10 @@ func (t *Tier) open(ctx context.Context, d digest, oi minio.ObjectInfo) (httpcac
 		return httpcache.Fetched{}, errCorrupt
 	}
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	timer := time.AfterFunc(t.cfg.CallTimeout, cancel) // the answer's deadline; the body's reads are the fill's
 	obj, err := t.cl.GetObject(bctx, t.cfg.Bucket, t.objectKey(d), minio.GetObjectOptions{})
-	if err == nil {
-		err = t.started(obj, cancel)
+	if !timer.Stop() && err != nil {
+		err = fmt.Errorf("no answer within %s: %w", t.cfg.CallTimeout, err)
 	}
 	if err != nil {
 		cancel()
@@ -48,18 +49,6 @@ func (t *Tier) open(ctx context.Context, d digest, oi minio.ObjectInfo) (httpcac
 		return obj.Close()
 	}}
 	return httpcache.Fetched{Body: body, Header: h, Size: oi.Size}, nil
-}
-
-// started sends the GET (minio sends it at the first Stat or Read) within
-// CallTimeout; the body's reads are the fill's, whose idle timeout bounds
-// them.
-func (t *Tier) started(obj *minio.Object, cancel context.CancelFunc) error {
-	timer := time.AfterFunc(t.cfg.CallTimeout, cancel)
-	_, err := obj.Stat()
-	if !timer.Stop() && err != nil {
-		return fmt.Errorf("no answer within %s: %w", t.cfg.CallTimeout, err)
-	}
-	return err
 }
 
 // dropCorrupt removes the object of d that did not match it, counts and

@@ -17,7 +17,7 @@ import (
 // uploads and lease heartbeats the Tier started.
 type Tier struct {
 	cfg Config
-	cl  *minio.Client
+	cl  objects
 	tr  *http.Transport
 	m   routeMetrics
 	now func() time.Time // the clock of lease ages (tests move it)
@@ -58,7 +58,7 @@ func New(cfg Config) (*Tier, error) {
 	}
 	cfg.Metrics.InitRoute(cfg.Route)
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Tier{cfg: cfg, cl: cl, tr: tr, m: cfg.Metrics.forRoute(cfg.Route), now: time.Now,
+	t := &Tier{cfg: cfg, cl: minioObjects{cl}, tr: tr, m: cfg.Metrics.forRoute(cfg.Route), now: time.Now,
 		ctx: ctx, cancel: cancel, lastWarn: map[string]time.Time{}}
 	return t, nil
 }
