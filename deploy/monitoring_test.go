@@ -78,6 +78,8 @@ var knownMetrics = map[string][]string{
 	"snigate_cache_errors_total":                           {"route", "reason"},
 	"snigate_cache_corrupt_total":                          {"route"},
 	"snigate_cache_evicted_bytes_total":                    {"route"},
+	"snigate_cache_shared_requests_total":                  {"route", "result"},
+	"snigate_cache_shared_bytes_total":                     {"route", "direction"},
 	// client_golang's Go and process collectors
 	"process_open_fds":              {},
 	"process_max_fds":               {},

@@ -32,6 +32,24 @@ if [ ! -x /opt/snigate-tools/bin/cosign ]; then
 	mkdir -p /opt/snigate-tools/bin
 	GOBIN=/opt/snigate-tools/bin GOFLAGS=-mod=mod go install github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
 fi
+# SeaweedFS (weed, the S3 server of s3tier's tests and the shared-cache
+# e2e tests) is built from the Go module proxy, pinned; `go install`
+# refuses it (its go.mod has replace directives), so the module is built
+# in a writable copy, once, outside the clone (about 10 minutes on 2
+# cores, a 230 MB binary).
+WEED=/opt/snigate-tools/bin/weed
+WEED_VERSION=v0.0.0-20261109003541-7506e5f91cd6
+if [ ! -x "$WEED" ]; then
+	echo "test/deps.sh: building SeaweedFS (github.com/seaweedfs/seaweedfs@$WEED_VERSION) into $WEED"
+	d=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/seaweedfs/seaweedfs@$WEED_VERSION" |
+		python3 -c 'import json,sys;print(json.load(sys.stdin)["Dir"])')
+	w=$(mktemp -d)
+	cp -r "$d"/. "$w"
+	chmod -R u+w "$w"
+	mkdir -p "$(dirname "$WEED")"
+	(cd "$w" && GOFLAGS=-mod=mod go build -o "$WEED.tmp" ./weed) && mv "$WEED.tmp" "$WEED"
+	rm -rf "$w"
+fi
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/deps.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/snigate/snigate/internal/admin"
+	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/s3tier"
 )
 
 func newCtlCacheCmd(a *app, o *ctlOptions) *cobra.Command {
@@ -14,7 +17,9 @@ func newCtlCacheCmd(a *app, o *ctlOptions) *cobra.Command {
 		Short: "The http routes' caches: size, entries, hit ratio; purge; warm, status, export and import images",
 		Long: `Print each http route's cache (routes[].http.cache): its directory, size
 against max_size, entries, hits, misses, bypasses and hit ratio, bytes fetched
-from upstream to fill it. "purge DIGEST" removes one digest from every cache,
+from upstream to fill it; then, for routes with cache.shared, the shared tier
+(endpoint, bucket and prefix, hits, misses, errors, bytes read and written,
+the last error; GET /api/cache/shared). "purge DIGEST" removes one digest from every cache,
 "purge" alone everything; a download in progress is not broken.
 "warm", "status", "export" and "import" handle whole images for air-gapped
 operation (see their help). -o json prints the API's answer as it is.`,
@@ -30,7 +35,11 @@ operation (see their help). -o json prints the API's answer as it is.`,
 			if err != nil {
 				return failed(err)
 			}
-			return o.write(a.stdout, st, func(w io.Writer) error { return admin.WriteCacheTable(w, st) })
+			shared, err := o.client().SharedCaches(cmd.Context())
+			if err != nil {
+				shared = nil // an older snigate: no shared tier to show
+			}
+			return o.write(a.stdout, st, func(w io.Writer) error { return writeCacheTables(w, st, shared) })
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -56,4 +65,14 @@ finish their download; the next request fetches it again from the registry.`,
 	})
 	cmd.AddCommand(newCtlCacheImageCmds(a, o)...)
 	return cmd
+}
+
+// writeCacheTables writes the local tiers' table, then the shared tiers'
+// when a route has one.
+func writeCacheTables(w io.Writer, st []regcache.Stats, shared []s3tier.Stats) error {
+	if err := admin.WriteCacheTable(w, st); err != nil || len(shared) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	return admin.WriteSharedCacheTable(w, shared)
 }

@@ -176,6 +176,7 @@ func (s *Server) routes() http.Handler {
 	handle("/api/cache/status", allow(http.HandlerFunc(s.imageStatus), http.MethodPost))
 	handle("/api/cache/export", allow(http.HandlerFunc(s.exportImages), http.MethodPost))
 	handle("/api/cache/import", allow(http.HandlerFunc(s.importImages), http.MethodPost))
+	handle("/api/cache/shared", allow(http.HandlerFunc(s.listSharedCaches), http.MethodGet))
 	handle("/", http.HandlerFunc(notFound))
 	return mux
 }

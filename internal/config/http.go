@@ -42,6 +42,8 @@ type Cache struct {
 	// and on a configuration change: "repository:tag" or
 	// "repository@digest", without the registry's host. Empty: none.
 	Pin []string
+	// Shared is the tier shared by several gateways; nil: none.
+	Shared *SharedCache
 }
 
 // http.redirects values.
@@ -214,9 +216,9 @@ func (p *parser) cache(h fields, hosts, repositories []string) *Cache {
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, h.key("cache"), h.keyLine("cache"), "dir", "max_size", "offline", "tags", "pin")
+	f := p.mapping(n, h.key("cache"), h.keyLine("cache"), "dir", "max_size", "offline", "tags", "pin", "shared")
 	c := &Cache{Dir: p.pathAt(f, "dir"), MaxSize: p.sizeAt(f, "max_size", DefaultCacheMaxSize), Offline: p.boolAt(f, "offline", false),
-		Tags: p.tags(f), Pin: p.pins(f, hosts, repositories)}
+		Tags: p.tags(f), Pin: p.pins(f, hosts, repositories), Shared: p.sharedCache(f)}
 	p.require(f, "dir", c.Dir != "", "the directory of the cache, such as /var/cache/snigate/registry")
 	return c
 }

@@ -108,7 +108,7 @@ func TestHTTPSectionErrors(t *testing.T) {
 			`snigate.yaml:10: routes[0].http.cache.max_size: want a size such as "50GiB" (B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB), more than 0, got "5 apples"`,
 		}},
 		{name: "cache unknown key", yaml: minimalBridge + "    http: {cache: {dir: c, size: 1}}\n", want: []string{
-			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline, tags, pin",
+			"snigate.yaml:10: routes[0].http.cache.size: unknown key; allowed here: dir, max_size, offline, tags, pin, shared",
 		}},
 		{name: "cache tags", yaml: minimalBridge + "    http: {cache: {dir: c, tags: 24}}\n", want: []string{
 			`snigate.yaml:10: routes[0].http.cache.tags: want a duration such as "24h", got "24"`,

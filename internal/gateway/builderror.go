@@ -33,6 +33,10 @@ func buildError(cfg *config.Config, i int, err error) *config.Error {
 	if errors.As(err, &ce) {
 		return cfg.ErrorAt(route+".http.cache.dir", "%v", ce.err)
 	}
+	var se *sharedTierError
+	if errors.As(err, &se) {
+		return cfg.ErrorAt(route+".http.cache.shared", "%v", se.err)
+	}
 	var ae *auditLogError
 	if errors.As(err, &ae) {
 		return cfg.ErrorAt(route+".http.audit_log", "%v", ae.err)

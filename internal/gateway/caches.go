@@ -28,13 +28,16 @@ type caches struct {
 
 	mu   sync.Mutex
 	open map[cacheKey]*regcache.Cache
+
+	// shared are the routes' shared tiers (cache.shared), kept alike.
+	shared *sharedTiers
 }
 
 // cacheKey is a store's route and directory.
 type cacheKey struct{ route, dir string }
 
 func newCaches(log *slog.Logger, m *regcache.Metrics, wait bool) *caches {
-	return &caches{log: log, m: m, wait: wait, open: map[cacheKey]*regcache.Cache{}}
+	return &caches{log: log, m: m, wait: wait, open: map[cacheKey]*regcache.Cache{}, shared: newSharedTiers(log, nil)}
 }
 
 // take returns route's store in c.Dir: the open one when the route had

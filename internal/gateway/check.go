@@ -177,6 +177,7 @@ func checkBuild(cfg *config.Config) (*Checked, error) {
 	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry()}
 	g.metrics = newMetrics(g.registry)
 	g.caches = newCaches(discard, g.metrics.cache, false) // none is opened
+	g.caches.shared = newSharedTiers(discard, g.metrics.shared)
 	g.builder = builder{log: discard, metrics: g.metrics, open: dryOpener{}}
 	if err := g.assemble(cfg); err != nil {
 		return nil, err
@@ -216,6 +217,7 @@ func probeAll(ctx context.Context, gen *generation, w io.Writer) error {
 		fmt.Fprintln(w, n)
 	}
 	httpFailed := probeHTTPRoutes(ctx, gen, w)
+	httpFailed = probeSharedTiers(ctx, cfg, w) || httpFailed
 	if err == nil && httpFailed {
 		return ErrProbeFailed
 	}

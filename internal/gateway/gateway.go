@@ -103,6 +103,7 @@ func New(opts Options) (*Gateway, error) {
 	g := &Gateway{opts: opts, log: cmp.Or(opts.Logger, slog.Default()), registry: prometheus.NewRegistry()}
 	g.metrics = newMetrics(g.registry)
 	g.caches = newCaches(g.log, g.metrics.cache, handover.Upgrading())
+	g.caches.shared = newSharedTiers(g.log, g.metrics.shared)
 	g.builder = builder{log: g.log, metrics: g.metrics, open: &liveOpener{
 		audits: new(httpbridge.AuditFiles), caches: g.caches, log: g.log, m: g.metrics.http}}
 	g.access.format = opts.LogFormat

@@ -12,6 +12,7 @@ import (
 	"github.com/snigate/snigate/httpcache"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/s3tier"
 	"github.com/snigate/snigate/upstream"
 )
 
@@ -126,10 +127,23 @@ func (b *builder) httpChain(rc *config.Route) (httpbridge.Chain, error) {
 		return nil, nil
 	}
 	store, err := b.open.openStore(rc.Name, c)
-	if err != nil || store == nil {
+	if err != nil {
 		return nil, err
 	}
-	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: cacheStore{c: store}, Offline: c.Offline, Tags: c.Tags, Log: b.log})
+	var tier *s3tier.Tier
+	if c.Shared != nil {
+		if tier, err = b.open.openShared(rc.Name, c.Shared); err != nil {
+			return nil, err
+		}
+	}
+	if store == nil {
+		return nil, nil
+	}
+	var st httpcache.Store = cacheStore{c: store}
+	if tier != nil {
+		st = &s3tier.Tiered{Local: st, Shared: tier}
+	}
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: st, Offline: c.Offline, Tags: c.Tags, Log: b.log})
 	if err != nil {
 		return nil, err
 	}

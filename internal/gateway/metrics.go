@@ -15,6 +15,7 @@ import (
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/regauth"
 	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/s3tier"
 	"github.com/snigate/snigate/sni"
 	"github.com/snigate/snigate/upstream"
 )
@@ -31,6 +32,7 @@ type metrics struct {
 	cache    *regcache.Metrics
 	auth     *regauth.Metrics // routes[].http.auth: snigate_http_auth_tokens_total
 	verify   *httpverify.Metrics
+	shared   *s3tier.Metrics
 
 	reloads         *prometheus.CounterVec
 	reloadOK        prometheus.Gauge
@@ -54,6 +56,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		cache:    regcache.NewMetrics(reg),
 		auth:     regauth.NewMetrics(reg),
 		verify:   httpverify.NewMetrics(reg),
+		shared:   s3tier.NewMetrics(reg),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snigate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",

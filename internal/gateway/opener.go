@@ -6,6 +6,7 @@ import (
 	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/regcache"
+	"github.com/snigate/snigate/s3tier"
 )
 
 // opener opens the files a generation writes: the builder's side effects
@@ -21,6 +22,10 @@ type opener interface {
 	// openStore returns route's cache store in c.Dir; nil, nil when
 	// nothing is opened (check). The error is a *cacheDirError.
 	openStore(route string, c *config.Cache) (*regcache.Cache, error)
+	// openShared returns route's shared cache tier for c (sharedtiers.go);
+	// nil, nil when nothing is opened (check). The error is a
+	// *sharedTierError.
+	openShared(route string, c *config.SharedCache) (*s3tier.Tier, error)
 	// retainStores closes the stores opened for routes or directories
 	// that cfg, the configuration in force, does not have (nil: every
 	// store).
@@ -52,7 +57,10 @@ func (o *liveOpener) openStore(route string, c *config.Cache) (*regcache.Cache, 
 	return o.caches.take(route, c)
 }
 
-func (o *liveOpener) retainStores(cfg *config.Config) { o.caches.retain(cfg) }
+func (o *liveOpener) retainStores(cfg *config.Config) {
+	o.caches.retain(cfg)
+	o.caches.shared.retain(cfg)
+}
 
 // dryOpener is check's opener: it opens nothing and says, by the checks
 // of checkAuditLog and checkCacheDir, what would stop run opening the
