@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/snigate/snigate/httpcache"
+	"github.com/snigate/snigate/internal/cachestore"
 	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/regcache"
 )
@@ -90,11 +91,11 @@ func (w *world) route(store *regcache.Cache) Route {
 			oci.AnnotationFrom(r.Context()).Fail(err, false)
 			oci.WriteError(rw, 503, oci.CodeUnavailable, err.Error())
 		}}
-	c, err := httpcache.New(httpcache.Config{Route: "registry", Store: testStore{store}, Offline: true, Tags: w.tags, Log: slog.New(slog.DiscardHandler)})
+	c, err := httpcache.New(httpcache.Config{Route: "registry", Store: testStore{cachestore.Local{C: store}}, Offline: true, Tags: w.tags, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
-	return Route{Name: "registry", Host: "registry.test", Fetch: chain{c.Wrap(proxy, upstream)}, Store: testStore{store}}
+	return Route{Name: "registry", Host: "registry.test", Fetch: chain{c.Wrap(proxy, upstream)}, Store: testStore{cachestore.Local{C: store}}}
 }
 
 func (w *world) stop() {
@@ -145,35 +146,14 @@ func (c chain) ServeOwn(w http.ResponseWriter, r *http.Request) (err error) {
 	return ann.Facts().Err
 }
 
-// testStore is a regcache.Cache as both the cache link's and the
-// images' Store (the gateway has the same adapters).
-type testStore struct{ c *regcache.Cache }
+// testStore is a regcache.Cache as both the cache link's Store (the
+// gateway's adapter, cachestore.Local) and the images' Store.
+type testStore struct{ cachestore.Local }
 
-func (s testStore) Get(ctx context.Context, d string) (httpcache.Entry, bool) {
-	e, ok := s.c.Get(ctx, d)
-	if !ok {
-		return nil, false
-	}
-	return e, true
-}
-
-func (s testStore) Fill(ctx context.Context, d string, fetch httpcache.FetchFunc) (httpcache.Entry, error) {
-	e, err := s.c.Fill(ctx, d, func(ctx context.Context) (regcache.Fetched, error) {
-		f, err := fetch(ctx)
-		return regcache.Fetched{Body: f.Body, Header: f.Header, Size: f.Size}, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-func (s testStore) CountRequest(httpcache.Result) {}
-
-func (s testStore) Holds(d string) bool { return s.c.Holds(d) }
+func (s testStore) Holds(d string) bool { return s.C.Holds(d) }
 
 func (s testStore) Open(ctx context.Context, d string) (Blob, bool) {
-	e, ok := s.c.Get(ctx, d)
+	e, ok := s.C.Get(ctx, d)
 	if !ok {
 		return nil, false
 	}
@@ -181,14 +161,5 @@ func (s testStore) Open(ctx context.Context, d string) (Blob, bool) {
 }
 
 func (s testStore) Put(ctx context.Context, d string, h http.Header, size int64, body io.Reader) error {
-	return s.c.Put(ctx, d, h, size, body)
-}
-
-func (s testStore) RememberTag(repo, tag, d string, at time.Time) error {
-	return s.c.RememberTag(repo, tag, d, at)
-}
-
-func (s testStore) LookupTag(repo, tag string) (string, time.Time, bool) {
-	t, ok := s.c.LookupTag(repo, tag)
-	return t.Digest, t.Confirmed, ok
+	return s.C.Put(ctx, d, h, size, body)
 }

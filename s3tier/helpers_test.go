@@ -17,33 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/snigate/snigate/httpcache"
+	"github.com/snigate/snigate/internal/cachestore"
 	"github.com/snigate/snigate/regcache"
 )
-
-// localStore is a regcache.Cache as an httpcache.Store, as the gateway
-// adapts it (internal/gateway/cachestore.go).
-type localStore struct{ c *regcache.Cache }
-
-func (s localStore) Get(ctx context.Context, d string) (httpcache.Entry, bool) {
-	e, ok := s.c.Get(ctx, d)
-	if !ok {
-		return nil, false
-	}
-	return e, true
-}
-
-func (s localStore) Fill(ctx context.Context, d string, fetch httpcache.FetchFunc) (httpcache.Entry, error) {
-	e, err := s.c.Fill(ctx, d, func(ctx context.Context) (regcache.Fetched, error) {
-		f, err := fetch(ctx)
-		return regcache.Fetched{Body: f.Body, Header: f.Header, Size: f.Size}, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-func (s localStore) CountRequest(r httpcache.Result) { s.c.CountRequest(regcache.Result(r)) }
 
 // gateway is one gateway's cache of a route: a local tier of its own and
 // the shared tier on the test's weed.
@@ -74,7 +50,7 @@ func newGateway(t *testing.T, w *weed, name string, tune ...func(*Config)) *gate
 		t.Fatal(err)
 	}
 	g.tier = tier
-	g.store = &Tiered{Local: localStore{lc}, Shared: tier}
+	g.store = &Tiered{Local: cachestore.Local{C: lc}, Shared: tier}
 	t.Cleanup(func() {
 		tier.Close()
 		lc.Close()

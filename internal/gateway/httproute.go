@@ -10,6 +10,7 @@ import (
 
 	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/httpcache"
+	"github.com/snigate/snigate/internal/cachestore"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/s3tier"
@@ -139,7 +140,7 @@ func (b *builder) httpChain(rc *config.Route) (httpbridge.Chain, error) {
 	if store == nil {
 		return nil, nil
 	}
-	var st httpcache.Store = cacheStore{c: store}
+	var st httpcache.Store = cachestore.Local{C: store}
 	if tier != nil {
 		st = &s3tier.Tiered{Local: st, Shared: tier}
 	}
