@@ -1,13 +1,11 @@
 package regauth
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testkit/distribution"
 )
 
@@ -35,7 +34,7 @@ type world struct {
 	ts      *distribution.TokenService // nil for an htpasswd registry
 	pwFile  string
 	metrics *Metrics
-	logs    *syncBuffer
+	logs    *testkit.LogSink
 }
 
 // newTokenWorld is docker-registry with auth: token and a token service
@@ -45,7 +44,7 @@ func newTokenWorld(t *testing.T) *world {
 	p := newTestPKI(t)
 	ts := startTokenService(t, p)
 	ts.SetUser(testUser, testPassword)
-	w := &world{p: p, ts: ts, metrics: NewMetrics(nil), logs: &syncBuffer{}}
+	w := &world{p: p, ts: ts, metrics: NewMetrics(nil), logs: testkit.NewLogSink()}
 	w.reg = startRegistry(t, p, distribution.Options{Token: ts})
 	w.pwFile = filepath.Join(t.TempDir(), "password")
 	writeFile(t, w.pwFile, testPassword+"\n")
@@ -57,7 +56,7 @@ func newBasicWorld(t *testing.T) *world {
 	t.Helper()
 	p := newTestPKI(t)
 	dir := t.TempDir()
-	w := &world{p: p, metrics: NewMetrics(nil), logs: &syncBuffer{}}
+	w := &world{p: p, metrics: NewMetrics(nil), logs: testkit.NewLogSink()}
 	w.reg = startRegistry(t, p, distribution.Options{Htpasswd: map[string]string{testUser: testPassword}, HtpasswdRealm: "regauth-basic"})
 	w.pwFile = filepath.Join(dir, "password")
 	writeFile(t, w.pwFile, testPassword+"\n")
@@ -171,22 +170,4 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*startLimit)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // fleetFetch runs tier's fetch of the fleet for reg's content and reads
@@ -41,7 +43,7 @@ func fleetFetch(tier *Tier, reg *registry) error {
 func TestLiveOwnerNeverTakenOverWhateverTheClocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newFakeObjects(time.Now().AddDate(-10, 0, 0)) // the store says the lease is ten years old
-		logs := &logBuffer{}
+		logs := testkit.NewLogSink()
 		a := fakeTier(t, store, "a", time.Hour, logs)
 		b := fakeTier(t, store, "b", -time.Hour, logs)
 		defer a.Close()
@@ -79,7 +81,7 @@ func TestLiveOwnerNeverTakenOverWhateverTheClocks(t *testing.T) {
 func TestDeadOwnersLeaseTakenOverAfterTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newFakeObjects(time.Now())
-		logs := &logBuffer{}
+		logs := testkit.NewLogSink()
 		tier := fakeTier(t, store, "b", 0, logs)
 		defer tier.Close()
 		reg := newRegistry(256 << 10)
@@ -118,7 +120,7 @@ func TestStoreFailingGoesToTheRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newFakeObjects(time.Now())
 		store.fail = errorResponse(503, "ServiceUnavailable")
-		tier := fakeTier(t, store, "a", 0, &logBuffer{})
+		tier := fakeTier(t, store, "a", 0, testkit.NewLogSink())
 		defer tier.Close()
 		reg := newRegistry(64 << 10)
 		if err := fleetFetch(tier, reg); err != nil {

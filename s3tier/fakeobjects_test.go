@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // fakeObjects is an S3 bucket in memory with S3's conditional writes
@@ -124,7 +126,7 @@ func fakeTier(t interface {
 	Helper()
 	Fatal(...any)
 	TempDir() string
-}, f *fakeObjects, owner string, skew time.Duration, logs *logBuffer) *Tier {
+}, f *fakeObjects, owner string, skew time.Duration, logs *testkit.LogSink) *Tier {
 	t.Helper()
 	dir := t.TempDir()
 	ak, sk := dir+"/ak", dir+"/sk"

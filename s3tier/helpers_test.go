@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/snigate/snigate/httpcache"
 	"github.com/snigate/snigate/internal/cachestore"
+	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/regcache"
 )
 
@@ -28,7 +28,7 @@ type gateway struct {
 	tier   *Tier
 	store  *Tiered
 	reg    *prometheus.Registry
-	logBuf *logBuffer
+	logBuf *testkit.LogSink
 }
 
 func newGateway(t *testing.T, w *weed, name string, tune ...func(*Config)) *gateway {
@@ -37,7 +37,7 @@ func newGateway(t *testing.T, w *weed, name string, tune ...func(*Config)) *gate
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{local: lc, reg: prometheus.NewRegistry(), logBuf: &logBuffer{}}
+	g := &gateway{local: lc, reg: prometheus.NewRegistry(), logBuf: testkit.NewLogSink()}
 	cfg := w.config(t, "r")
 	cfg.Owner = name
 	cfg.Metrics = NewMetrics(g.reg)
@@ -135,22 +135,4 @@ func (w *weed) object(t *testing.T, tier *Tier, dgst string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// logBuffer is a log handler's output, safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
