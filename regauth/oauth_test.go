@@ -295,4 +295,3 @@ func TestCatalogScope(t *testing.T) {
 		})
 	}
 }
-
