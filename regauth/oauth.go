@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// maxGrantRealms bounds the realms a tokenClient remembers something of
+// MaxGrantRealms bounds the realms a tokenClient remembers something of
 // (a refresh token, a service that takes no POST): a registry naming
 // more realms than that costs a request more for the others, not memory.
-const maxGrantRealms = 64
+const MaxGrantRealms = 64
 
 // tokenClient asks token services for tokens as docker's and containerd's
 // clients do. Anonymously: GET realm?service=&scope=. With credentials:
@@ -150,7 +150,7 @@ func (c *tokenClient) takesNoPOST(realm string) bool {
 func (c *tokenClient) markGetOnly(realm string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.getOnly) < maxGrantRealms {
+	if len(c.getOnly) < MaxGrantRealms {
 		c.getOnly[realm] = true
 	}
 }
@@ -171,7 +171,7 @@ func (c *tokenClient) keep(key tokenKey, rt Secret, fp [sha256.Size]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gk := grantKey{key.realm, key.service}
-	if _, ok := c.refresh[gk]; ok || len(c.refresh) < maxGrantRealms {
+	if _, ok := c.refresh[gk]; ok || len(c.refresh) < MaxGrantRealms {
 		c.refresh[gk] = keptRefresh{token: rt, cred: fp}
 	}
 }

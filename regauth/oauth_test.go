@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/snigate/snigate/internal/testkit/distribution"
 )
@@ -293,5 +295,36 @@ func TestCatalogScope(t *testing.T) {
 				t.Fatalf("catalogScope = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTokenClientBoundsRealmsRemembered is a registry naming ever new
+// realms (a hostile or broken one) against a real token service on
+// 127.0.0.1: the client remembers at most MaxGrantRealms of them (refresh
+// tokens, services that take no POST), and every token is still had.
+func TestTokenClientBoundsRealmsRemembered(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/noauth/") {
+			http.Error(w, "no OAuth2 here", http.StatusMethodNotAllowed)
+			return
+		}
+		fmt.Fprintf(w, `{"token":"t","refresh_token":"rt-%s"}`, r.URL.Path)
+	}))
+	defer srv.Close()
+	c := newTokenClient(srv.Client())
+	const realms = 3 * MaxGrantRealms
+	for _, kind := range []string{"noauth", "oauth"} {
+		for i := range realms {
+			key := tokenKey{realm: fmt.Sprintf("%s/%s/%d", srv.URL, kind, i), service: "s", scope: "repository:a:pull"}
+			if _, err := c.fetch(context.Background(), key, robotPW, time.Now()); err != nil {
+				t.Fatalf("token of realm %d (%s): %v", i, kind, err)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.getOnly) != MaxGrantRealms || len(c.refresh) != MaxGrantRealms {
+		t.Fatalf("remembered %d GET-only realms and %d refresh tokens after %d realms each, want at most %d",
+			len(c.getOnly), len(c.refresh), realms, MaxGrantRealms)
 	}
 }
