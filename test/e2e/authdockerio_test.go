@@ -94,19 +94,7 @@ func TestAuthDockerIOReferencesThroughNodeConfig(t *testing.T) {
 		t.Errorf("the token service was asked %d times for %s in three pulls and a GET, want 1", n, scope)
 	}
 	checkStorageHost(t, w, ar.storage)
-	jwtreg := ar.regs[1]
-	// The registry authorized the node's pull with a JWT the token
-	// service signed for the gateway's user only (docker-registry 2.8
-	// does not log a token's subject), and logs the node's address.
-	line := waitAuthorizedLog(t, jwtreg, "/v2/"+imageRepo+"/manifests/"+imageTag)
-	if !strings.Contains(line, "remoteaddr="+nodeAddr) {
-		t.Errorf("jwtreg authorized the pull without the node's address %s:\n%s", nodeAddr, line)
-	}
-	for _, s := range ar.ts.Subjects()[s0:] {
-		if s != authUser {
-			t.Errorf("a token of the pulls was asked for %q, want the gateway's %q", s, authUser)
-		}
-	}
+	checkHubIdentity(t, ar, s0)
 	t.Run("outside repositories: 403 before any token", func(t *testing.T) {
 		n0 := ar.ts.Total()
 		if status, body := w.hubGet(t, "/v2/other/app/manifests/"+imageTag, ""); status != http.StatusForbidden {
@@ -126,6 +114,24 @@ func TestAuthDockerIOReferencesThroughNodeConfig(t *testing.T) {
 			t.Errorf("GET with refused credentials: %d %s, want 401 UNAUTHORIZED saying the gateway's credentials were refused", status, body)
 		}
 	})
+}
+
+// checkHubIdentity: jwtreg authorized the node's pull with a JWT the
+// token service signed for the gateway's user only (docker-registry 2.8
+// does not log a token's subject), and logs the node's address; every
+// token since the s0th was asked for the gateway's user.
+func checkHubIdentity(t *testing.T, ar authRegistries, s0 int) {
+	t.Helper()
+	jwtreg := ar.regs[1]
+	line := waitAuthorizedLog(t, jwtreg, "/v2/"+imageRepo+"/manifests/"+imageTag)
+	if !strings.Contains(line, "remoteaddr="+nodeAddr) {
+		t.Errorf("jwtreg authorized the pull without the node's address %s:\n%s", nodeAddr, line)
+	}
+	for _, s := range ar.ts.Subjects()[s0:] {
+		if s != authUser {
+			t.Errorf("a token of the pulls was asked for %q, want the gateway's %q", s, authUser)
+		}
+	}
 }
 
 // rotateHubPassword changes the password at the token service and in
