@@ -22,9 +22,10 @@ const MaxGrantRealms = 64
 // grant_type=refresh_token with an identity token), and a refresh_token
 // in the answer is kept and used for the next token instead of the
 // password, as long as the source's credentials are the ones it was had
-// with. A service that answers the POST with 404 or 405 (or 400 to a
-// password grant: registries that take no OAuth2 POST at all) is asked
-// with GET and Basic credentials, then and from then on.
+// with. A service that answers the POST with 404 or 405 is asked with GET
+// and Basic credentials, then and from then on; one that answers a
+// password grant with 400 or 401 is asked with GET too, and from then on
+// only when that worked (a wrong password fails both).
 type tokenClient struct {
 	http *http.Client
 
@@ -61,10 +62,19 @@ func (c *tokenClient) fetch(ctx context.Context, key tokenKey, cred Credential, 
 		c.forget(key, rt) // expired or revoked: the configured credentials once more
 	}
 	tok, status, err := c.post(ctx, key, grantForm(cred), fp, now)
-	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed ||
-		status == http.StatusBadRequest && cred.IdentityToken.Empty() {
-		c.markGetOnly(key.realm)
+	switch {
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		c.markGetOnly(key.realm) // no OAuth2 here
 		return c.get(ctx, key, cred, now)
+	case (status == http.StatusBadRequest || status == http.StatusUnauthorized) && cred.IdentityToken.Empty():
+		// Wrong credentials, or a service that refuses the password grant
+		// but takes GET with Basic (containerd names JFrog Artifactory
+		// and ACR): GET tells, and is remembered only when it worked.
+		tok, err := c.get(ctx, key, cred, now)
+		if err == nil {
+			c.markGetOnly(key.realm)
+		}
+		return tok, err
 	}
 	return tok, err
 }

@@ -202,17 +202,42 @@ func TestTokenPOSTForm(t *testing.T) {
 	}
 }
 
-// TestTokenRefusedPasswordGrantIsRefusal: a 401 to the password grant is
-// the gateway's credentials refused, not a reason to try GET.
-func TestTokenRefusedPasswordGrantIsRefusal(t *testing.T) {
-	svc := &oauthService{answer: func(string, int) (int, string) { return http.StatusUnauthorized, "" }}
-	c := newTestCacheOf(svc, &rotatingSource{cred: robotPW})
-	_, result, err := c.get(context.Background(), testKey)
-	if !errors.As(err, new(*RefusedError)) || result != ResultRefused {
-		t.Fatalf("get = %s, %v; want refused", result, err)
+// TestTokenRefusedPasswordGrant: a 401 to the password grant is asked
+// again with GET and Basic (services that refuse the grant but take GET);
+// when GET is refused too, it is the gateway's credentials refused, and
+// the next token is asked with the POST again (a wrong password does not
+// turn the service into a GET-only one).
+func TestTokenRefusedPasswordGrant(t *testing.T) {
+	tests := []struct {
+		name       string
+		getStatus  int
+		wantResult string
+		want       []string
+	}{
+		{name: "GET refused too: refusal", getStatus: http.StatusUnauthorized, wantResult: ResultRefused,
+			want: []string{"POST password robot:pw", "GET basic robot:pw", "POST password robot:pw", "GET basic robot:pw"}},
+		{name: "GET takes it: GET from then on", getStatus: http.StatusOK, wantResult: ResultFetched,
+			want: []string{"POST password robot:pw", "GET basic robot:pw", "GET basic robot:pw"}},
 	}
-	if got := svc.seen(); len(got) != 1 {
-		t.Fatalf("token requests %q, want the one POST", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := &oauthService{answer: func(call string, _ int) (int, string) {
+				if strings.HasPrefix(call, "POST") {
+					return http.StatusUnauthorized, ""
+				}
+				return tt.getStatus, ""
+			}}
+			c := newTestCacheOf(svc, &rotatingSource{cred: robotPW})
+			for _, scope := range []string{"repository:a:pull", "repository:b:pull"} {
+				_, result, err := c.get(context.Background(), tokenKey{realm: testKey.realm, service: testKey.service, scope: scope})
+				if result != tt.wantResult || (tt.wantResult == ResultRefused) != errors.As(err, new(*RefusedError)) {
+					t.Fatalf("get %s = %s, %v; want %s", scope, result, err, tt.wantResult)
+				}
+			}
+			if got := svc.seen(); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Fatalf("token requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
 	}
 }
 

@@ -186,14 +186,14 @@ func TestTokenCacheRefusalEndsWhenCredentialsChange(t *testing.T) {
 			}
 			assertNoSecret(t, err, "wrong")
 		}
-		if svc.requests() != 1 {
-			t.Fatalf("%d token requests, want 1", svc.requests())
+		if svc.requests() != 2 {
+			t.Fatalf("%d token requests, want 2: the password grant and its GET, once", svc.requests())
 		}
 		mu.Lock()
 		password = "right"
 		mu.Unlock()
 		svc.set(http.StatusOK, 300)
-		mustGet(t, c, "tok-2", ResultFetched) // at once, not after the error window
+		mustGet(t, c, "tok-3", ResultFetched) // at once, not after the error window (tok-2 was the refused GET)
 		if call, _ := describeTokenRequest(svc.last); call != "POST password robot:right" {
 			t.Errorf("token request %q, want the password grant of robot/right", call)
 		}
