@@ -19,7 +19,8 @@
 # cache-pull, cache-hit (1 and 8 streams; SCENARIOS=cache-* picks both),
 # idle-mem (a fill per count of IDLE_COUNTS, each on freshly started
 # proxies, RSS read at each of IDLE_READS after the last tunnel opened);
-# then bench/dns/run.sh when it exists (DNS=0 skips it).
+# then bench/dns/run.sh when it exists (DNS=0 skips it), and
+# bench/auth/run.sh when SCENARIOS names auth (issue 30).
 # Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
@@ -671,7 +672,7 @@ main_scenarios() {
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
 			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob cache-pull cache-hit)
-		elif [[ $s != idle-mem* ]]; then
+		elif [[ $s != idle-mem* && $s != auth ]]; then # auth: bench/auth/run.sh
 			out+=("$s")
 		fi
 	done
@@ -719,6 +720,13 @@ fi
 if [ "$DNS" = 1 ] && [ -x bench/dns/run.sh ] && [[ ",$SCENARIOS," == *",all,"* || ",$SCENARIOS," == *",dns,"* ]]; then
 	log "DNS: bench/dns/run.sh"
 	bench/dns/run.sh 2>&1 | tee "$work/dns.txt" || echo "bench/dns/run.sh failed (exit $?)" >>"$work/dns.txt"
+fi
+# Registry credentials at the gateway (issue 30), owned by bench/auth/run.sh;
+# only when SCENARIOS names auth.
+if [ -x bench/auth/run.sh ] && [[ ",$SCENARIOS," == *",auth,"* ]]; then
+	log "auth: bench/auth/run.sh"
+	ROUNDS=$ROUNDS HTTP_TIME=$HTTP_TIME CONC=$CONC BASE_PORT=$((BASE_PORT + 100)) bench/auth/run.sh 2>&1 | tee "$work/auth.txt" ||
+		echo "bench/auth/run.sh failed (exit $?)"
 fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

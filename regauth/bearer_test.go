@@ -115,8 +115,8 @@ func TestBearerWrongPasswordIsRefused(t *testing.T) {
 	if r := w.tokens(ResultRefused); r != 3 {
 		t.Errorf("refused = %d, want 3", r)
 	}
-	if n := w.ts.Requests("repository:team/app:pull"); n != 1 {
-		t.Errorf("%d token requests with the refused password, want 1 (the error is remembered)", n)
+	if n := w.ts.Requests("repository:team/app:pull"); n != 2 {
+		t.Errorf("%d token requests with the refused password, want 2 (the password grant and its GET, once: the error is remembered)", n)
 	}
 	logs := w.logs.String()
 	if strings.Count(logs, "registry refused the gateway's credentials") != 1 || strings.Contains(logs, testSecret) {

@@ -63,11 +63,11 @@ func startRegistry(t *testing.T, p *testPKI, o distribution.Options) *distributi
 
 // startTokenService is the distribution token service (issuer
 // regauth-test-issuer, service regauth-test-registry) on a leaf of the
-// test CA.
-func startTokenService(t *testing.T, p *testPKI) *distribution.TokenService {
+// test CA, with o's other options.
+func startTokenService(t *testing.T, p *testPKI, o distribution.TokenOptions) *distribution.TokenService {
 	t.Helper()
-	return distribution.NewTokenService(t, distribution.TokenOptions{TLS: p.serverTLS(t, "localhost", "127.0.0.1"),
-		Issuer: "regauth-test-issuer", Service: "regauth-test-registry"})
+	o.TLS, o.Issuer, o.Service = p.serverTLS(t, "localhost", "127.0.0.1"), "regauth-test-issuer", "regauth-test-registry"
+	return distribution.NewTokenService(t, o)
 }
 
 func writeTestFile(t *testing.T, path string, b []byte) {

@@ -41,6 +41,25 @@ func RepositoryOf(path string) (string, bool) {
 	return strings.Join(repo, "/"), true
 }
 
+// catalogScope is the registry catalog's scope ("registry:catalog:*")
+// for a GET or HEAD of /v2/_catalog, when the registry's challenge asks
+// for it (or none is known yet); "" otherwise. The route's policy has
+// let the request through: a route with a repository allow-list refuses
+// the catalog before it reaches the Transport (a catalog names every
+// repository), and methods allow GET.
+func catalogScope(r *http.Request, challenged string) string {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return ""
+	}
+	if challenged == "" || slices.Contains(strings.Fields(challenged), catalogScopeAll) {
+		return catalogScopeAll
+	}
+	return ""
+}
+
+// catalogScopeAll is the catalog scope distribution's registry asks for.
+const catalogScopeAll = "registry:catalog:*"
+
 // isWriteMethod reports whether method changes the registry.
 func isWriteMethod(method string) bool {
 	switch method {

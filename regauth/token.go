@@ -59,91 +59,92 @@ type tokenReply struct {
 	AccessToken string `json:"access_token"`
 	ExpiresIn   int64  `json:"expires_in"`
 	IssuedAt    string `json:"issued_at"`
+	// RefreshToken is an OAuth2 refresh token (the answer to a password
+	// grant with access_type=offline, or a rotated one): the next token is
+	// asked with it instead of the password.
+	RefreshToken string `json:"refresh_token"`
 }
 
-// fetchToken asks key's realm for a token: GET with service and scope
-// (Basic credentials if cred has them), or POST grant_type=refresh_token
-// with cred's identity token.
-func fetchToken(ctx context.Context, client *http.Client, key tokenKey, cred Credential, now time.Time) (Token, error) {
-	req, err := tokenRequest(ctx, key, cred)
-	if err != nil {
-		return Token{}, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return Token{}, fmt.Errorf("token request to %s: %w: %w", redactURL(key.realm), ErrTokenService, err)
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return Token{}, &RefusedError{By: "token service " + redactURL(key.realm), Status: resp.StatusCode}
-	case resp.StatusCode != http.StatusOK:
-		return Token{}, fmt.Errorf("token request to %s: %w: status %d", redactURL(key.realm), ErrTokenService, resp.StatusCode)
-	}
-	return readToken(resp.Body, key, now)
-}
-
-// tokenRequest builds the request for key's token.
-func tokenRequest(ctx context.Context, key tokenKey, cred Credential) (*http.Request, error) {
+// realmURL parses key's realm, which must be an https URL: the
+// credentials sent to it would otherwise go in the clear.
+func realmURL(key tokenKey) (*url.URL, error) {
 	u, err := url.Parse(key.realm)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("token realm %q: %w: want an https URL", redactURL(key.realm), ErrTokenService)
 	}
-	form := url.Values{}
-	if key.service != "" {
-		form.Set("service", key.service)
-	}
-	if key.scope != "" {
-		form.Set("scope", key.scope)
-	}
-	if !cred.IdentityToken.Empty() {
-		form.Set("grant_type", "refresh_token")
-		form.Set("refresh_token", cred.IdentityToken.Reveal())
-		form.Set("client_id", clientID)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
-		if err != nil {
-			return nil, fmt.Errorf("token request: %w", err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		return req, nil
+	return u, nil
+}
+
+// getRequest is the token specification's GET realm?service=&scope=,
+// with Basic user:secret when secret is not empty.
+func getRequest(ctx context.Context, key tokenKey, user string, secret Secret) (*http.Request, error) {
+	u, err := realmURL(key)
+	if err != nil {
+		return nil, err
 	}
 	q := u.Query()
-	for k, v := range form {
-		q[k] = v
+	if key.service != "" {
+		q.Set("service", key.service)
+	}
+	if key.scope != "" {
+		q.Set("scope", key.scope)
 	}
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("token request: %w", err)
 	}
-	if cred.basic() {
-		req.SetBasicAuth(cred.Username, cred.Password.Reveal())
+	if !secret.Empty() {
+		req.SetBasicAuth(user, secret.Reveal())
 	}
 	return req, nil
 }
 
-// readToken decodes a token service's answer.
-func readToken(body io.Reader, key tokenKey, now time.Time) (Token, error) {
+// postRequest is the OAuth2 token request (distribution's "OAuth2 token
+// specification"): POST realm with form, service, scope and client_id.
+func postRequest(ctx context.Context, key tokenKey, form url.Values) (*http.Request, error) {
+	u, err := realmURL(key)
+	if err != nil {
+		return nil, err
+	}
+	if key.service != "" {
+		form.Set("service", key.service)
+	}
+	if key.scope != "" {
+		form.Set("scope", key.scope)
+	}
+	form.Set("client_id", clientID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, fmt.Errorf("token request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return req, nil
+}
+
+// readToken decodes a token service's answer: the token and the refresh
+// token the answer holds (empty when none).
+func readToken(body io.Reader, key tokenKey, now time.Time) (Token, Secret, error) {
 	b, err := io.ReadAll(io.LimitReader(body, MaxTokenResponse+1))
 	if err != nil {
-		return Token{}, fmt.Errorf("token response from %s: %w: %w", redactURL(key.realm), ErrTokenService, err)
+		return Token{}, Secret{}, fmt.Errorf("token response from %s: %w: %w", redactURL(key.realm), ErrTokenService, err)
 	}
 	if len(b) > MaxTokenResponse {
-		return Token{}, fmt.Errorf("token response from %s: %w: larger than %d bytes", redactURL(key.realm), ErrTokenService, MaxTokenResponse)
+		return Token{}, Secret{}, fmt.Errorf("token response from %s: %w: larger than %d bytes", redactURL(key.realm), ErrTokenService, MaxTokenResponse)
 	}
 	var r tokenReply
 	if err := json.Unmarshal(b, &r); err != nil {
-		return Token{}, fmt.Errorf("token response from %s: %w: not JSON", redactURL(key.realm), ErrTokenService)
+		return Token{}, Secret{}, fmt.Errorf("token response from %s: %w: not JSON", redactURL(key.realm), ErrTokenService)
 	}
 	v := r.Token
 	if v == "" {
 		v = r.AccessToken
 	}
 	if v == "" {
-		return Token{}, fmt.Errorf("token response from %s: %w: no token or access_token", redactURL(key.realm), ErrTokenService)
+		return Token{}, Secret{}, fmt.Errorf("token response from %s: %w: no token or access_token", redactURL(key.realm), ErrTokenService)
 	}
 	life := lifetime(r.ExpiresIn)
-	return Token{Value: NewSecret(v), Expires: now.Add(life), Renew: now.Add(life - renewMargin(life))}, nil
+	return Token{Value: NewSecret(v), Expires: now.Add(life), Renew: now.Add(life - renewMargin(life))}, NewSecret(r.RefreshToken), nil
 }
 
 // lifetime turns expires_in into a duration: DefaultTokenLifetime when

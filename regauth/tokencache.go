@@ -31,7 +31,7 @@ const (
 // request: one fetch per key at a time (single-flight), renewal before
 // expiry, failures remembered for errorTTL.
 type tokenCache struct {
-	client       *http.Client
+	client       *tokenClient
 	src          Source
 	errorTTL     time.Duration
 	fetchTimeout time.Duration
@@ -50,7 +50,7 @@ type cacheEntry struct {
 }
 
 func newTokenCache(client *http.Client, src Source, errorTTL, fetchTimeout time.Duration) *tokenCache {
-	return &tokenCache{client: client, src: src, errorTTL: errorTTL, fetchTimeout: fetchTimeout, entries: map[tokenKey]*cacheEntry{}}
+	return &tokenCache{client: newTokenClient(client), src: src, errorTTL: errorTTL, fetchTimeout: fetchTimeout, entries: map[tokenKey]*cacheEntry{}}
 }
 
 // get returns a token for key and the lookup's result (ResultFetched,
@@ -108,7 +108,7 @@ func (c *tokenCache) fetchOnce(ctx context.Context, key tokenKey) (Token, error)
 	if err != nil {
 		return Token{}, fmt.Errorf("credentials: %w", err)
 	}
-	tok, err := fetchToken(ctx, c.client, key, cred, time.Now())
+	tok, err := c.client.fetch(ctx, key, cred, time.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sweepLocked(time.Now())

@@ -186,16 +186,16 @@ func TestTokenCacheRefusalEndsWhenCredentialsChange(t *testing.T) {
 			}
 			assertNoSecret(t, err, "wrong")
 		}
-		if svc.requests() != 1 {
-			t.Fatalf("%d token requests, want 1", svc.requests())
+		if svc.requests() != 2 {
+			t.Fatalf("%d token requests, want 2: the password grant and its GET, once", svc.requests())
 		}
 		mu.Lock()
 		password = "right"
 		mu.Unlock()
 		svc.set(http.StatusOK, 300)
-		mustGet(t, c, "tok-2", ResultFetched) // at once, not after the error window
-		if u, p, _ := svc.last.BasicAuth(); u != "robot" || p != "right" {
-			t.Errorf("token request sent Basic %q/%q, want robot/right", u, p)
+		mustGet(t, c, "tok-3", ResultFetched) // at once, not after the error window (tok-2 was the refused GET)
+		if call, _ := describeTokenRequest(svc.last); call != "POST password robot:right" {
+			t.Errorf("token request %q, want the password grant of robot/right", call)
 		}
 	})
 }
@@ -237,46 +237,6 @@ func TestTokenCacheWaiterLeavesAlone(t *testing.T) {
 	})
 }
 
-func TestTokenRequestForms(t *testing.T) {
-	tests := []struct {
-		name       string
-		cred       Credential
-		method     string
-		wantBasic  bool
-		wantInForm string
-	}{
-		{name: "anonymous GET", method: http.MethodGet},
-		{name: "Basic GET", cred: Credential{Username: "u", Password: NewSecret("p")}, method: http.MethodGet, wantBasic: true},
-		{name: "refresh token POST", cred: Credential{IdentityToken: NewSecret("rt")}, method: http.MethodPost, wantInForm: "grant_type=refresh_token"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, err := tokenRequest(context.Background(), testKey, tt.cred)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _, basic := req.BasicAuth()
-			if req.Method != tt.method || basic != tt.wantBasic {
-				t.Fatalf("%s with Basic %v, want %s with Basic %v", req.Method, basic, tt.method, tt.wantBasic)
-			}
-			q := req.URL.Query()
-			if req.Method == http.MethodPost {
-				_ = req.ParseForm()
-				q = req.PostForm
-			}
-			if q.Get("service") != testKey.service || q.Get("scope") != testKey.scope {
-				t.Errorf("service/scope = %q/%q", q.Get("service"), q.Get("scope"))
-			}
-			if tt.wantInForm != "" && (q.Get("grant_type") != "refresh_token" || q.Get("refresh_token") != "rt" || q.Get("client_id") == "") {
-				t.Errorf("form = %v", q)
-			}
-		})
-	}
-	if _, err := tokenRequest(context.Background(), tokenKey{realm: "http://auth.example/token"}, Credential{}); err == nil {
-		t.Error("an http realm was accepted: Basic credentials would go in the clear")
-	}
-}
-
 func TestReadToken(t *testing.T) {
 	now := time.Unix(1000, 0)
 	tests := []struct {
@@ -295,7 +255,7 @@ func TestReadToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok, err := readToken(strings.NewReader(tt.body), testKey, now)
+			tok, _, err := readToken(strings.NewReader(tt.body), testKey, now)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v", err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/internal/ratelog"
+	"github.com/snigate/snigate/oci"
 )
 
 // Config configures a Transport. Host is required; every other zero value
@@ -215,6 +216,9 @@ func (t *Transport) authorize(req *http.Request, ch *Challenge, challenged strin
 
 // scope is the scope a token for req is asked for.
 func (t *Transport) scope(req *http.Request, challenged string) string {
+	if oci.RequestAPI(req).Kind == oci.KindCatalog {
+		return catalogScope(req, challenged)
+	}
 	write := t.cfg.WriteAllowedFunc != nil && t.cfg.WriteAllowedFunc(req)
 	repo := t.repository(req)
 	if challenged != "" {

@@ -41,8 +41,15 @@ type world struct {
 // that knows robot.
 func newTokenWorld(t *testing.T) *world {
 	t.Helper()
+	return newTokenWorldWith(t, distribution.TokenOptions{})
+}
+
+// newTokenWorldWith is newTokenWorld with a token service of o's options
+// (NoOAuth, RefreshTokens, ExpiresIn).
+func newTokenWorldWith(t *testing.T, o distribution.TokenOptions) *world {
+	t.Helper()
 	p := newTestPKI(t)
-	ts := startTokenService(t, p)
+	ts := startTokenService(t, p, o)
 	ts.SetUser(testUser, testPassword)
 	w := &world{p: p, ts: ts, metrics: NewMetrics(nil), logs: testkit.NewLogSink()}
 	w.reg = startRegistry(t, p, distribution.Options{Token: ts})

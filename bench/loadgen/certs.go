@@ -39,7 +39,7 @@ func writePKI(dir string) error {
 		usage x509.ExtKeyUsage
 	}{
 		{"serve", []string{bridgeName, spliceName, httpName}, x509.ExtKeyUsageServerAuth},
-		{"upstream", []string{upstreamName}, x509.ExtKeyUsageServerAuth},
+		{"upstream", []string{upstreamName, "127.0.0.1"}, x509.ExtKeyUsageServerAuth}, // 127.0.0.1: the auth registry's token realm
 		{"client", nil, x509.ExtKeyUsageClientAuth},
 	}
 	for _, l := range leaves {

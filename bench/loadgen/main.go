@@ -65,6 +65,9 @@ func cmdUpstream(args []string) error {
 	httpAt := fs.String("http", "", "address of the mTLS registry (http scenarios); empty: none")
 	bigMiB := fs.Int64("big-blob-mib", 1024, "size of the registry's large blob in MiB (generated, never held in memory)")
 	layerMiB := fs.Int64("layer-mib", 200, "size of the cache scenarios' layer in MiB (generated; 0: none)")
+	authAt := fs.String("http-auth", "", "address of the same registry behind token auth, mTLS (issue 30); empty: none")
+	authPlainAt := fs.String("http-auth-plain", "", "address of the same registry behind token auth, no client certificate; empty: none")
+	tokenAt := fs.String("token", "127.0.0.1:0", "address of the token service of -http-auth and -http-auth-plain (GET /stats: its counters)")
 	fs.Parse(args)
 	p, err := loadPKI(*dir)
 	if err != nil {
@@ -99,6 +102,14 @@ func cmdUpstream(args []string) error {
 		sl.Close()
 		bl.Close()
 		return err
+	}
+	if reg != nil && (*authAt != "" || *authPlainAt != "") {
+		lns, err := startAuthRegistry(*authAt, *authPlainAt, *tokenAt, p, reg.reg, &u.stats)
+		if err != nil {
+			return err
+		}
+		defer closeListeners(lns)
+		fmt.Printf("auth registry ready: token service %s\n", lns[0].Addr())
 	}
 	fmt.Printf("upstream ready: splice %s bridge %s%s\n", sl.Addr(), bl.Addr(), reg.describe())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -23,6 +23,7 @@ const (
 	basicRegAddr  = "10.77.2.40:443"
 	jwtRegAddr    = "10.77.2.50:443"
 	tokenSvcAddr  = "10.77.2.60:443"
+	storageAddr   = "10.77.2.70:443" // the blob storage jwtreg redirects blob reads to
 	authUser      = "e2e-robot"
 	authPassword  = "e2e-Passw0rd"
 )
@@ -49,24 +50,35 @@ func (w *world) authRoutes(pwFile, auditLog string) string {
 	return b.String()
 }
 
-// authRegistries starts the two registries and the token service, once
-// per test, and stops them when it ends.
-func (w *world) startAuthRegistries(t *testing.T) (*distribution.TokenService, []*registry) {
+// authRegistries are the registries behind the auth routes and what
+// they use.
+type authRegistries struct {
+	ts      *distribution.TokenService
+	regs    []*registry // basicreg, jwtreg
+	storage *distribution.StorageHost
+}
+
+// startAuthRegistries starts the two registries, the token service and
+// the blob storage jwtreg redirects blob reads to (storage middleware
+// redirect: the node has no route to it, the gateway follows), once per
+// test, and stops them when it ends.
+func (w *world) startAuthRegistries(t *testing.T) authRegistries {
 	t.Helper()
 	pki := filepath.Join(w.dir, "pki")
-	for _, a := range []string{basicRegAddr, jwtRegAddr, tokenSvcAddr} {
+	for _, a := range []string{basicRegAddr, jwtRegAddr, tokenSvcAddr, storageAddr} {
 		if err := run("ip", "-n", w.registry.name, "addr", "replace", hostOf(a)+"/24", "dev", "to-bastion"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ts := startTokenSvc(t, w, pki)
+	storage := filepath.Join(w.dir, "storage") // shared: the world's image is there
+	blobs := startStorageHost(t, w, pki, storage)
 	htpasswd := filepath.Join(w.dir, "htpasswd")
 	distribution.WriteHtpasswd(t, htpasswd, map[string]string{authUser: authPassword})
-	storage := filepath.Join(w.dir, "storage") // shared: the world's image is there
 	var regs []*registry
 	for _, r := range []struct{ name, host, addr, auth string }{
 		{"basicreg", basicAuthHost, basicRegAddr, "auth:\n  htpasswd:\n    realm: e2e-basic\n    path: " + htpasswd + "\n"},
-		{"jwtreg", tokenAuthHost, jwtRegAddr, "auth:\n" + ts.AuthYAML() + "\n"},
+		{"jwtreg", tokenAuthHost, jwtRegAddr, "auth:\n" + ts.AuthYAML() + "\n" + distribution.RedirectYAML("https://"+hostOf(storageAddr))},
 	} {
 		kp, err := w.registryCA.issue(pki, r.name, r.host, hostOf(r.addr))
 		if err != nil {
@@ -82,7 +94,7 @@ func (w *world) startAuthRegistries(t *testing.T) (*distribution.TokenService, [
 		t.Cleanup(func() { _ = reg.proc.stop() })
 		regs = append(regs, reg)
 	}
-	return ts, regs
+	return authRegistries{ts: ts, regs: regs, storage: blobs}
 }
 
 // waitAuthorizedLog waits for r's "authorized request" line for uri: the
@@ -120,7 +132,8 @@ func waitAuthorizedLog(t *testing.T, r *registry, uri string) string {
 // before any token is asked for.
 func TestAuthRoutesPullWithTheGatewaysCredentials(t *testing.T) {
 	w := getWorld(t)
-	ts, regs := w.startAuthRegistries(t)
+	ar := w.startAuthRegistries(t)
+	ts, regs := ar.ts, ar.regs
 	pwFile := filepath.Join(w.dir, "registry.password")
 	if err := os.WriteFile(pwFile, []byte(authPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -195,5 +208,29 @@ func startTokenSvc(t *testing.T, w *world, pki string) *distribution.TokenServic
 		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, Listener: ln, HTTP2: true,
 		Realm: "https://" + hostOf(tokenSvcAddr) + "/token", Issuer: e2eTokenIssuer, Service: e2eTokenService,
 		Users: map[string]string{authUser: authPassword}, RefuseAnonymous: true, SignerName: "e2e token signer",
+		RefreshTokens: true,
+	})
+}
+
+// startStorageHost is the blob storage of jwtreg, listening in the
+// registry namespace on storageAddr with a certificate of the registry
+// CA (which the auth routes' upstream_tls.ca names, so the gateway
+// trusts it as a redirect target), serving the registries' storage.
+func startStorageHost(t *testing.T, w *world, pki, root string) *distribution.StorageHost {
+	t.Helper()
+	kp, err := w.registryCA.issue(pki, "blobstorage", hostOf(storageAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(kp.certFile, kp.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ln net.Listener
+	if err := w.registry.do(func() (err error) { ln, err = net.Listen("tcp", storageAddr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return distribution.NewStorageHost(t, distribution.StorageOptions{
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, Listener: ln, Root: root,
 	})
 }

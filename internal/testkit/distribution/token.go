@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -24,12 +25,20 @@ type TokenOptions struct {
 	ExpiresIn       int               // seconds; 300 if zero
 	SignerName      string            // the signing certificate's common name; "token signer" if empty
 	HTTP2           bool              // offer h2 as well as http/1.1
+	// NoOAuth makes the service answer every POST with 405, as token
+	// services that implement only the GET of the token specification do.
+	NoOAuth bool
+	// RefreshTokens makes a POST grant_type=password with
+	// access_type=offline answer a refresh_token as well (OAuth2 token
+	// specification), a new one each time.
+	RefreshTokens bool
 }
 
 // TokenService answers GET with Basic credentials (or none: pull of
-// public/ repositories only) or POST grant_type=refresh_token with an
-// ES256 JWT whose x5c certificate the registry trusts (rootcertbundle),
-// granting the access the scopes ask. It counts requests per scope.
+// public/ repositories only) or POST grant_type=refresh_token or
+// grant_type=password with an ES256 JWT whose x5c certificate the
+// registry trusts (rootcertbundle), granting the access the scopes ask.
+// It counts requests per scope and records each request's grant.
 type TokenService struct {
 	o        TokenOptions
 	srv      *http.Server
@@ -43,6 +52,8 @@ type TokenService struct {
 	refresh  map[string]string // refresh token -> username
 	counts   map[string]int    // scope -> requests
 	subjects []string          // who each request was for
+	grants   []string          // each request's grant: anonymous, basic, password, refresh_token, 405
+	issued   int               // refresh tokens handed out
 	pastExp  int               // the next n tokens are already expired for the registry
 }
 
@@ -164,7 +175,12 @@ func (ts *TokenService) Subjects() []string {
 }
 
 func (ts *TokenService) serveToken(w http.ResponseWriter, r *http.Request) {
-	user, ok := ts.authenticate(r)
+	if r.Method == http.MethodPost && ts.o.NoOAuth {
+		ts.record("405", "")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	user, grant, ok := ts.authenticate(r)
 	q := r.URL.Query()
 	if r.Method == http.MethodPost {
 		q = r.PostForm
@@ -177,6 +193,7 @@ func (ts *TokenService) serveToken(w http.ResponseWriter, r *http.Request) {
 		ts.pastExp--
 	}
 	ts.subjects = append(ts.subjects, user)
+	ts.grants = append(ts.grants, grant)
 	key, cert := ts.key, ts.cert
 	ts.mu.Unlock()
 	if !ok || q.Get("service") != ts.o.Service {
@@ -184,28 +201,66 @@ func (ts *TokenService) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jwt := ts.sign(key, cert, user, access(scopes, user), past)
+	reply := map[string]any{"token": jwt, "access_token": jwt, "expires_in": ts.o.ExpiresIn,
+		"issued_at": time.Now().UTC().Format(time.RFC3339)}
+	if grant == "password" && ts.o.RefreshTokens && q.Get("access_type") == "offline" {
+		reply["refresh_token"] = ts.issueRefreshToken(user)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"token": jwt, "access_token": jwt, "expires_in": ts.o.ExpiresIn,
-		"issued_at": time.Now().UTC().Format(time.RFC3339)})
+	_ = json.NewEncoder(w).Encode(reply)
 }
 
-// authenticate returns who r is: a Basic user, a refresh token's user, or
-// "" for anonymous; ok is false for wrong credentials (or anonymous when
-// refused).
-func (ts *TokenService) authenticate(r *http.Request) (string, bool) {
+// record notes a request the service did not take.
+func (ts *TokenService) record(grant, user string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.grants = append(ts.grants, grant)
+	ts.subjects = append(ts.subjects, user)
+}
+
+// issueRefreshToken makes a new refresh token of user.
+func (ts *TokenService) issueRefreshToken(user string) string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.issued++
+	t := fmt.Sprintf("issued-refresh-%d-%s", ts.issued, user)
+	ts.refresh[t] = user
+	return t
+}
+
+// Grants is each request's grant, in order: "anonymous", "basic" (GET),
+// "password", "refresh_token" (POST), "405" (a POST refused by NoOAuth),
+// "" (a POST of another grant).
+func (ts *TokenService) Grants() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return append([]string(nil), ts.grants...)
+}
+
+// authenticate returns who r is: a Basic user, a password grant's user, a
+// refresh token's user, or "" for anonymous; the grant it used; ok is
+// false for wrong credentials (or anonymous when refused).
+func (ts *TokenService) authenticate(r *http.Request) (user, grant string, ok bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if r.Method == http.MethodPost {
-		if r.ParseForm() != nil || r.PostForm.Get("grant_type") != "refresh_token" {
-			return "", false
+		if r.ParseForm() != nil || r.PostForm.Get("client_id") == "" {
+			return "", "", false
 		}
-		u, ok := ts.refresh[r.PostForm.Get("refresh_token")]
-		return u, ok
+		switch f := r.PostForm; f.Get("grant_type") {
+		case "refresh_token":
+			u, ok := ts.refresh[f.Get("refresh_token")]
+			return u, "refresh_token", ok
+		case "password":
+			want, known := ts.users[f.Get("username")]
+			return f.Get("username"), "password", known && want == f.Get("password")
+		}
+		return "", "", false
 	}
 	u, p, hasBasic := r.BasicAuth()
 	if !hasBasic {
-		return "", !ts.o.RefuseAnonymous
+		return "", "anonymous", !ts.o.RefuseAnonymous
 	}
 	want, known := ts.users[u]
-	return u, known && want == p
+	return u, "basic", known && want == p
 }
