@@ -167,7 +167,7 @@ func TestNotationSignatures(t *testing.T) {
 		{name: "tampered", sign: func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, true) },
 			result: ResultInvalid, want: []string{"invalid signature"}},
 		{name: "no trust policy for the repository", scope: "registry.example/base/os",
-			sign: func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) },
+			sign:   func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) },
 			result: ResultInvalid, want: []string{"no trust policy applies to registry.example/team/app@sha256:"}},
 		{name: "signature of another image", sign: func(w *world, d string) {
 			o := w.reg.pushImage(t, "team/app", "v2", "b")
