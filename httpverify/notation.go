@@ -156,12 +156,17 @@ func (s storeFS) SysPath(items ...string) (string, error) {
 // verify checks a signature envelope (of mediaType) of subject, an
 // artifact of ref (registry/repository@digest, which the trust policy's
 // registryScopes match).
-func (n *Notation) verify(ctx context.Context, subject Descriptor, envelope []byte, mediaType, ref string) error {
+func (n *Notation) verify(ctx context.Context, subject Descriptor, envelope []byte, mediaType, ref string) (err error) {
+	defer func() { // the envelope is the registry's: a parser's panic is this signature's failure, not the daemon's
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the Notary Project signature does not parse: %v", p)
+		}
+	}()
 	if mediaType != mediaTypeJWS && mediaType != mediaTypeCOSE {
 		return fmt.Errorf("a Notary Project signature of media type %q, want %s or %s", bound(mediaType), mediaTypeJWS, mediaTypeCOSE)
 	}
 	desc := ocispec.Descriptor{MediaType: subject.MediaType, Digest: godigest.Digest(subject.Digest), Size: subject.Size}
-	_, err := n.v.Verify(ctx, desc, envelope, notation.VerifierVerifyOptions{ArtifactReference: ref, SignatureMediaType: mediaType})
+	_, err = n.v.Verify(ctx, desc, envelope, notation.VerifierVerifyOptions{ArtifactReference: ref, SignatureMediaType: mediaType})
 	if err != nil {
 		var noPolicy notation.ErrorNoApplicableTrustPolicy
 		if errors.As(err, &noPolicy) {

@@ -126,6 +126,18 @@ func (f *fakeRegistry) notationReferrer(t testing.TB, n *notary, repo, digest st
 	f.referrer(t, repo, digest, m, ArtifactNotation, api)
 }
 
+// rawNotationReferrer writes a Notary Project referrer of digest whose
+// envelope is env, of mediaType (hostile: whatever a registry holds).
+func (f *fakeRegistry) rawNotationReferrer(t testing.TB, repo, digest, mediaType string, env []byte) {
+	t.Helper()
+	ed := f.put("/v2/"+repo+"/blobs/"+digestOf("", env), mediaType, env)
+	m := mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": mtManifest, "artifactType": ArtifactNotation,
+		"config":  map[string]any{"mediaType": "application/vnd.oci.empty.v1+json", "digest": digestOf("", []byte("{}")), "size": 2},
+		"layers":  []any{map[string]any{"mediaType": mediaType, "digest": ed, "size": len(env)}},
+		"subject": map[string]any{"mediaType": mtManifest, "digest": digest, "size": 1}})
+	f.referrer(t, repo, digest, m, ArtifactNotation, true)
+}
+
 func newNotationWorld(t *testing.T, cfg Config, scope string, trusted ...*notary) *world {
 	t.Helper()
 	store, policy := trustDir(t, scope, trusted...)
@@ -169,6 +181,16 @@ func TestNotationSignatures(t *testing.T) {
 		{name: "no trust policy for the repository", scope: "registry.example/base/os",
 			sign:   func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) },
 			result: ResultInvalid, want: []string{"no trust policy applies to registry.example/team/app@sha256:"}},
+		{name: "garbage JWS envelope", sign: func(w *world, d string) {
+			w.reg.rawNotationReferrer(t, "team/app", d, mediaTypeJWS, []byte(`{"payload":"!!","signatures":[{}]}`))
+		},
+			result: ResultInvalid, want: []string{"invalid signature"}},
+		{name: "garbage COSE envelope", sign: func(w *world, d string) {
+			w.reg.rawNotationReferrer(t, "team/app", d, mediaTypeCOSE, []byte{0xd2, 0x84, 0x40, 0xa0, 0xf6, 0x40})
+		},
+			result: ResultInvalid, want: []string{"invalid signature"}},
+		{name: "envelope of another media type", sign: func(w *world, d string) { w.reg.rawNotationReferrer(t, "team/app", d, "text/plain", []byte("x")) },
+			result: ResultInvalid, want: []string{"want application/jose+json or application/cose"}},
 		{name: "signature of another image", sign: func(w *world, d string) {
 			o := w.reg.pushImage(t, "team/app", "v2", "b")
 			w.reg.notationReferrer(t, good, "team/app", o, true, false)
