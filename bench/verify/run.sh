@@ -13,9 +13,10 @@
 #   CONC=32 IMAGES=100000 bench/verify/run.sh
 #
 # A first decision needs a digest never decided before: each verify-first
-# request takes the next of the IMAGES signed images (as does each
-# plain-digest request, its baseline: manifests by digest, each new). A
-# measurement that runs out of them stops early and says so; raise IMAGES.
+# request takes the next of the IMAGES signed images (its baseline,
+# plain-digest, asks the same manifests by digest in turn, again and again:
+# the route without verify keeps nothing). A verify-first measurement that
+# runs out of them stops early and says so; raise IMAGES.
 # The client shares the CPUs with snigate and the registry: on a 2-core
 # machine the figures are a ratio of the two routes, not a capacity.
 set -euo pipefail

@@ -12,7 +12,7 @@
 //
 //	plain-tag       GET the manifest by tag, route without verify
 //	verify-cached   the same, route with verify: a remembered decision
-//	plain-digest    GET manifests by digest, each one new, without verify
+//	plain-digest    GET manifests by digest, in turn, without verify
 //	verify-first    the same with verify: every request a first decision
 //	                (the manifest, its signature tag and payload read
 //	                through the chain, the signature verified)
@@ -25,32 +25,19 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -99,15 +86,15 @@ func run(bin, dir string, rounds int, dur time.Duration, conc, n int) error {
 	if err := c.waitReady(); err != nil {
 		return fmt.Errorf("%w\n%s", err, gw.tail())
 	}
-	var next atomic.Int64
+	var plainNext, verifyNext atomic.Int64
 	scen := []struct {
 		name, host string
 		path       func() (string, string, bool)
 	}{
 		{"plain-tag", "plain.bench", func() (string, string, bool) { return "/v2/bench/app/manifests/v1", reg.digests[0], true }},
 		{"verify-cached", "verify.bench", func() (string, string, bool) { return "/v2/bench/app/manifests/v1", reg.digests[0], true }},
-		{"plain-digest", "plain.bench", reg.byDigest(&next)},
-		{"verify-first", "verify.bench", reg.byDigest(&next)},
+		{"plain-digest", "plain.bench", reg.byDigest(&plainNext, true)},
+		{"verify-first", "verify.bench", reg.byDigest(&verifyNext, false)},
 	}
 	for _, s := range scen { // warm-up, unmeasured: connections, the tag's first decision
 		c.measure(s.host, s.path, 300*time.Millisecond, conc)
@@ -270,224 +257,3 @@ func get(hc *http.Client, url, want string) error {
 	}
 	return nil
 }
-
-// registry serves n signed images of bench/app: manifests by digest (the
-// first also as tag v1), their signature tags and payloads, and /v2/.
-type registry struct {
-	paths   map[string][]byte
-	types   map[string]string
-	digests []string
-}
-
-func newRegistry(key *ecdsa.PrivateKey, n int) (*registry, error) {
-	r := &registry{paths: map[string][]byte{}, types: map[string]string{}}
-	put := func(p, mt string, b []byte) { r.paths[p], r.types[p] = b, mt }
-	const mt = "application/vnd.oci.image.manifest.v1+json"
-	layer := "sha256:" + hex.EncodeToString(make([]byte, 32))
-	for i := range n {
-		m := fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":%q,"size":2},`+
-			`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":%q,"size":1}],"annotations":{"n":"%d"}}`, mt, layer, layer, i)
-		d := digestOf([]byte(m))
-		r.digests = append(r.digests, d)
-		put("/v2/bench/app/manifests/"+d, mt, []byte(m))
-		if i == 0 {
-			put("/v2/bench/app/manifests/v1", mt, []byte(m))
-		}
-		payload := []byte(`{"critical":{"identity":{"docker-reference":"bench/app"},"image":{"docker-manifest-digest":"` + d +
-			`"},"type":"cosign container image signature"},"optional":null}`)
-		h := sha256.Sum256(payload)
-		sig, err := ecdsa.SignASN1(rand.Reader, key, h[:])
-		if err != nil {
-			return nil, err
-		}
-		pd := digestOf(payload)
-		put("/v2/bench/app/blobs/"+pd, "application/octet-stream", payload)
-		sm, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mt,
-			"config": map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": pd, "size": len(payload)},
-			"layers": []any{map[string]any{"mediaType": "application/vnd.dev.cosign.simplesigning.v1+json", "digest": pd, "size": len(payload),
-				"annotations": map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)}}}})
-		put("/v2/bench/app/manifests/sha256-"+d[len("sha256:"):]+".sig", mt, sm)
-	}
-	return r, nil
-}
-
-// byDigest hands out the images' digests in turn, each once per run (1 to
-// n-1: the first is the tag's).
-func (r *registry) byDigest(next *atomic.Int64) func() (string, string, bool) {
-	return func() (string, string, bool) {
-		i := next.Add(1)
-		if i >= int64(len(r.digests)) {
-			return "", "", false
-		}
-		d := r.digests[i]
-		return "/v2/bench/app/manifests/" + d, d, true
-	}
-}
-
-func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.URL.Path == "/v2/" {
-		w.Write([]byte("{}"))
-		return
-	}
-	b, ok := r.paths[req.URL.Path]
-	if !ok {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		w.Write([]byte(`{"errors":[{"code":"MANIFEST_UNKNOWN","message":"not here"}]}`))
-		return
-	}
-	w.Header().Set("Content-Type", r.types[req.URL.Path])
-	w.Header().Set("Docker-Content-Digest", digestOf(b))
-	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
-	if req.Method != http.MethodHead {
-		w.Write(b)
-	}
-}
-
-func digestOf(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
-}
-
-// pki is the bench's CA-less material: one self-signed certificate for
-// the registry and both route names, and the cosign key.
-type pki struct {
-	serve tls.Certificate
-	roots *x509.CertPool
-	key   *ecdsa.PrivateKey
-}
-
-func newPKI(dir string) (*pki, error) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: bigOne(), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		DNSNames: []string{"registry.bench", "plain.bench", "verify.bench"}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		return nil, err
-	}
-	kd, _ := x509.MarshalECPrivateKey(k)
-	files := map[string][]byte{
-		"cert.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"key.pem":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}),
-	}
-	sk, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	pub, _ := x509.MarshalPKIXPublicKey(&sk.PublicKey)
-	files["cosign.pub"] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	cert, err := tls.X509KeyPair(files["cert.pem"], files["key.pem"])
-	if err != nil {
-		return nil, err
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(files["cert.pem"])
-	return &pki{serve: cert, roots: roots, key: sk}, nil
-}
-
-// gateway is the snigate process.
-type gateway struct {
-	cmd  *exec.Cmd
-	addr string
-	log  string
-	done chan error
-}
-
-const config = `listen:
-  tls: [%[1]q]
-  admin: %[2]q
-routes:
-  - name: plain
-    sni: ["plain.bench"]
-    mode: bridge
-    upstreams: [%[3]q]
-    health: {check: tcp, interval: 1h}
-    serve: {cert: cert.pem, key: key.pem}
-    upstream_tls: {ca: cert.pem, server_name: registry.bench}
-    http: {}
-  - name: verify
-    sni: ["verify.bench"]
-    mode: bridge
-    upstreams: [%[3]q]
-    health: {check: tcp, interval: 1h}
-    serve: {cert: cert.pem, key: key.pem}
-    upstream_tls: {ca: cert.pem, server_name: registry.bench}
-    http:
-      verify: {cosign: {keys: [cosign.pub]}}
-`
-
-func startSnigate(bin, dir, upstream string) (*gateway, error) {
-	addr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	admin, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(dir, "snigate.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, addr, admin, upstream)), 0o600); err != nil {
-		return nil, err
-	}
-	g := &gateway{addr: addr, log: filepath.Join(dir, "snigate.log"), done: make(chan error, 1)}
-	out, err := os.Create(g.log)
-	if err != nil {
-		return nil, err
-	}
-	g.cmd = exec.Command(bin, "run", "-c", cfg, "--log-level", "warn")
-	g.cmd.Stdout, g.cmd.Stderr = out, out
-	if err := g.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { g.done <- g.cmd.Wait(); out.Close() }()
-	return g, nil
-}
-
-func (g *gateway) stop() {
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.done:
-	case <-time.After(10 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-g.done
-	}
-}
-
-// err reports a gateway that exited during the run.
-func (g *gateway) err() error {
-	select {
-	case err := <-g.done:
-		g.done <- err
-		return errors.Join(errors.New("snigate exited during the run"), err)
-	default:
-		return nil
-	}
-}
-
-func (g *gateway) tail() string {
-	b, _ := os.ReadFile(g.log)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func bigOne() *big.Int { return big.NewInt(1) }
