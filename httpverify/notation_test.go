@@ -191,6 +191,12 @@ func TestNotationSignatures(t *testing.T) {
 			result: ResultInvalid, want: []string{"invalid signature"}},
 		{name: "envelope of another media type", sign: func(w *world, d string) { w.reg.rawNotationReferrer(t, "team/app", d, "text/plain", []byte("x")) },
 			result: ResultInvalid, want: []string{"want application/jose+json or application/cose"}},
+		{name: "referrer without its envelope", sign: func(w *world, d string) {
+			m := mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": mtManifest, "artifactType": ArtifactNotation,
+				"config":  map[string]any{"mediaType": "application/vnd.oci.empty.v1+json", "digest": digestOf("", []byte("{}")), "size": 2},
+				"subject": map[string]any{"mediaType": mtManifest, "digest": d, "size": 1}})
+			w.reg.referrer(t, "team/app", d, m, ArtifactNotation, true)
+		}, result: ResultInvalid, want: []string{"want one envelope layer and a subject"}},
 		{name: "signature of another image", sign: func(w *world, d string) {
 			o := w.reg.pushImage(t, "team/app", "v2", "b")
 			w.reg.notationReferrer(t, good, "team/app", o, true, false)

@@ -149,7 +149,7 @@ func (c *checker) wanted(kind string) string {
 func (c *checker) notationLayers(m Manifest) {
 	if len(m.Layers) != 1 || m.Subject == nil {
 		c.found++
-		c.bad(fmt.Errorf("a Notary Project signature with %d layers and no subject, want one envelope and the subject", len(m.Layers)))
+		c.bad(fmt.Errorf("a Notary Project signature of %d layers (subject: %t): want one envelope layer and a subject", len(m.Layers), m.Subject != nil))
 		return
 	}
 	l := m.Layers[0]
