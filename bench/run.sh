@@ -20,7 +20,8 @@
 # idle-mem (a fill per count of IDLE_COUNTS, each on freshly started
 # proxies, RSS read at each of IDLE_READS after the last tunnel opened);
 # then bench/dns/run.sh when it exists (DNS=0 skips it), and
-# bench/auth/run.sh when SCENARIOS names auth (issue 30).
+# bench/auth/run.sh when SCENARIOS names auth (issue 30), and
+# bench/verify/run.sh (signature policy; SCENARIOS=verify or all).
 # Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
@@ -672,7 +673,7 @@ main_scenarios() {
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
 			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob cache-pull cache-hit)
-		elif [[ $s != idle-mem* && $s != auth ]]; then # auth: bench/auth/run.sh
+		elif [[ $s != idle-mem* && $s != dns && $s != auth && $s != verify ]]; then # those have their own scripts
 			out+=("$s")
 		fi
 	done
@@ -728,6 +729,11 @@ if [ -x bench/auth/run.sh ] && [[ ",$SCENARIOS," == *",auth,"* ]]; then
 	ROUNDS=$ROUNDS HTTP_TIME=$HTTP_TIME CONC=$CONC BASE_PORT=$((BASE_PORT + 100)) bench/auth/run.sh 2>&1 | tee "$work/auth.txt" ||
 		echo "bench/auth/run.sh failed (exit $?)"
 fi
+# Signature policy (issue 32), owned by bench/verify/run.sh.
+if [ -x bench/verify/run.sh ] && [[ ",$SCENARIOS," == *",all,"* || ",$SCENARIOS," == *",verify,"* ]]; then
+	log "verify: bench/verify/run.sh"
+	ROUNDS=$ROUNDS bench/verify/run.sh 2>&1 | tee "$work/verify.txt" || echo "bench/verify/run.sh failed (exit $?)" >>"$work/verify.txt"
+fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report --------------------------------------------------------------------
@@ -777,6 +783,7 @@ report="$out_dir/results-$stamp.md"
 cp "$results" "$out_dir/results-$stamp.jsonl"
 cp "$work/header.md" "$out_dir/results-$stamp.header.md"
 cp "$work/dns.txt" "$out_dir/results-$stamp.dns.txt"
+[ ! -e "$work/verify.txt" ] || cp "$work/verify.txt" "$out_dir/results-$stamp.verify.txt"
 log "wrote $report"
 [ "$PROFILE" = 1 ] && log "profiles in $prof_dir"
 exit 0

@@ -23,9 +23,12 @@ type Config struct {
 	// Repositories must be signed; the others are served unchecked
 	// ("skipped"). Empty: every repository.
 	Repositories oci.RepoAllowList
-	// Keys are the trusted public keys (LoadKey); a signature by any of
-	// them counts. At least one.
+	// Keys are the trusted public keys (LoadKey); a cosign signature by
+	// any of them counts. Keys or Notation, or both.
 	Keys []Key
+	// Notation verifies Notary Project signatures (LoadNotation); nil:
+	// they are not looked for.
+	Notation *Notation
 	// DecisionsPath is the file that keeps verified decisions across
 	// restarts (DecisionsFile in the route's cache.dir); "": memory only.
 	DecisionsPath string
@@ -54,8 +57,8 @@ func New(cfg Config) (*Verify, error) {
 	default:
 		return nil, fmt.Errorf("verify: mode %q: want %s or %s", cfg.Mode, ModeEnforce, ModeAudit)
 	}
-	if len(cfg.Keys) == 0 {
-		return nil, errors.New("verify: no key: give one or more public keys")
+	if len(cfg.Keys) == 0 && cfg.Notation == nil {
+		return nil, errors.New("verify: no key: give one or more public keys, or a notation trust policy")
 	}
 	v := &Verify{cfg: cfg, trusted: map[string]bool{}}
 	for _, k := range cfg.Keys {
@@ -63,6 +66,12 @@ func New(cfg Config) (*Verify, error) {
 			return nil, fmt.Errorf("verify: key %q was not loaded with LoadKey or ParseKey", k.Path)
 		}
 		v.trusted[k.Fingerprint] = true
+	}
+	if cfg.Notation != nil {
+		if cfg.Notation.v == nil {
+			return nil, errors.New("verify: notation was not loaded with LoadNotation")
+		}
+		v.trusted[cfg.Notation.Fingerprint] = true
 	}
 	v.dec = newDecisions(cfg.DecisionsPath, cfg.Log)
 	cfg.Metrics.InitRoute(cfg.Route)

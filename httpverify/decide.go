@@ -27,12 +27,20 @@ func (v *Verify) decide(r *http.Request, next http.Handler, repo, digest string,
 	if o, ok := v.remembered(key, body); ok { // decided while this request waited
 		return o
 	}
-	c := &checker{keys: v.cfg.Keys, f: fetcher{next: next, node: r}, repo: repo, dig: digest}
+	c := &checker{keys: v.cfg.Keys, notation: v.cfg.Notation, f: fetcher{next: next, node: r}, repo: repo, dig: digest, registry: registryOf(r)}
 	o := c.check()
 	if o.result == ResultVerified {
 		v.remember(key, &decision{Keys: o.keys}, body)
 	}
 	return o
+}
+
+// registryOf is the registry's name as the node asked for it (its Host).
+func registryOf(r *http.Request) string {
+	if r.Host != "" {
+		return r.Host
+	}
+	return r.URL.Host
 }
 
 // remembered is key's remembered decision, if it holds; body (the

@@ -2,7 +2,8 @@
 // (routes[].http.verify): a link of the route's HTTP chain that lets a
 // manifest reach a node only when a configured key signed its digest
 // (cosign's signature tag, or an OCI 1.1 referrer: cosign's legacy
-// signature artifact or the sigstore bundle cosign v3 writes), and a blob
+// signature artifact, the sigstore bundle cosign v3 writes, or a Notary
+// Project signature verified with notation-go), and a blob
 // only when a verified manifest of its repository references it.
 //
 // It imports package oci and nothing else of snigate's; it reads

@@ -112,11 +112,13 @@ func (m Manifest) Children() []string {
 }
 
 // signatureKind says which signature a referrer's artifact type is: "cosign",
-// "bundle" or "" (not one this package verifies).
+// "bundle", "notation" or "" (not one this package verifies).
 func signatureKind(artifactType string) string {
 	switch {
 	case artifactType == ArtifactCosign:
 		return "cosign"
+	case artifactType == ArtifactNotation:
+		return "notation"
 	case len(artifactType) > len(bundlePrefix) && artifactType[:len(bundlePrefix)] == bundlePrefix:
 		return "bundle"
 	}

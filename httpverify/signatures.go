@@ -28,10 +28,12 @@ type outcome struct {
 
 // checker verifies one digest's signatures against the configured keys.
 type checker struct {
-	keys []Key
-	f    fetcher
-	repo string
-	dig  string
+	keys     []Key
+	notation *Notation // nil: Notary Project signatures are not looked for
+	f        fetcher
+	repo     string
+	dig      string
+	registry string // the registry's name as the node asked for it, for the trust policy's scopes
 
 	found   int   // signatures found
 	invalid error // the first reason one did not verify
@@ -43,7 +45,9 @@ type checker struct {
 // tag, then the referrers.
 func (c *checker) check() outcome {
 	c.keysOK = map[string]bool{}
-	c.tagForm()
+	if len(c.keys) > 0 {
+		c.tagForm()
+	}
 	if len(c.keysOK) == 0 {
 		c.referrerForm()
 	}
@@ -55,13 +59,28 @@ func (c *checker) check() outcome {
 				keys = append(keys, k.Fingerprint)
 			}
 		}
+		if c.notation != nil && c.keysOK[c.notation.Fingerprint] {
+			keys = append(keys, c.notation.Fingerprint)
+		}
 		return outcome{result: ResultVerified, keys: keys}
 	case c.found > 0:
 		return outcome{result: ResultInvalid, reason: fmt.Sprintf("invalid signature: %v", c.invalid)}
 	case c.readErr != nil:
 		return outcome{result: ResultError, reason: fmt.Sprintf("its signatures could not be read: %v", c.readErr)}
 	}
-	return outcome{result: ResultUnsigned, reason: "unsigned: no cosign signature (tag " + tagOf(c.dig) + ".sig or an OCI referrer) exists for it"}
+	return outcome{result: ResultUnsigned, reason: c.unsignedReason()}
+}
+
+// unsignedReason says which signatures were looked for.
+func (c *checker) unsignedReason() string {
+	cosign := "no cosign signature (tag " + tagOf(c.dig) + ".sig or an OCI referrer)"
+	switch {
+	case c.notation == nil:
+		return "unsigned: " + cosign + " exists for it"
+	case len(c.keys) == 0:
+		return "unsigned: no Notary Project signature (an OCI referrer of type " + ArtifactNotation + ") exists for it"
+	}
+	return "unsigned: " + cosign + " nor Notary Project signature (an OCI referrer) exists for it"
 }
 
 // tagForm checks cosign's signature tag, sha256-<hex>.sig.
@@ -83,7 +102,7 @@ func (c *checker) referrerForm() {
 	}
 	tried := 0
 	for _, d := range refs {
-		kind := signatureKind(d.ArtifactType)
+		kind := c.wanted(signatureKind(d.ArtifactType))
 		if kind == "" {
 			continue
 		}
@@ -97,15 +116,57 @@ func (c *checker) referrerForm() {
 			continue
 		}
 		if m.Subject != nil && m.Subject.Digest != c.dig {
+			c.found++ // a signature, of another image: invalid here
 			c.bad(fmt.Errorf("the referrer %s names the subject %s", d.Digest, m.Subject.Digest))
 			continue
 		}
-		if kind == "cosign" {
+		switch kind {
+		case "cosign":
 			c.simpleSigningLayers(m)
-		} else {
+		case "bundle":
 			c.bundleLayers(m)
+		case "notation":
+			c.notationLayers(m)
 		}
 	}
+}
+
+// wanted is kind when signatures of that kind can verify here (cosign
+// keys, a notation trust policy), else "".
+func (c *checker) wanted(kind string) string {
+	switch {
+	case kind == "notation" && c.notation == nil,
+		(kind == "cosign" || kind == "bundle") && len(c.keys) == 0:
+		return ""
+	}
+	return kind
+}
+
+// notationLayers checks a Notary Project signature referrer: its one
+// layer is the envelope, verified by notation-go against the trust
+// policy for the subject (whose digest must be dig; the envelope's
+// payload must name the same descriptor).
+func (c *checker) notationLayers(m Manifest) {
+	if len(m.Layers) != 1 || m.Subject == nil {
+		c.found++
+		c.bad(fmt.Errorf("a Notary Project signature of %d layers (subject: %t): want one envelope layer and a subject", len(m.Layers), m.Subject != nil))
+		return
+	}
+	l := m.Layers[0]
+	c.found++
+	env, err := c.f.blob(c.repo, l.Digest)
+	if err != nil {
+		c.readFailed(err)
+		return
+	}
+	subject := *m.Subject
+	subject.Digest = c.dig
+	ref := c.registry + "/" + c.repo + "@" + c.dig
+	if err := c.notation.verify(c.f.node.Context(), subject, env, l.MediaType, ref); err != nil {
+		c.bad(err)
+		return
+	}
+	c.keysOK[c.notation.Fingerprint] = true
 }
 
 // simpleSigningLayers checks the layers of a cosign signature manifest:

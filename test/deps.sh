@@ -32,6 +32,10 @@ if [ ! -x /opt/snigate-tools/bin/cosign ]; then
 	mkdir -p /opt/snigate-tools/bin
 	GOBIN=/opt/snigate-tools/bin GOFLAGS=-mod=mod go install github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
 fi
+# No notation CLI: the module proxy refuses github.com/notaryproject/notation
+# (403, no version served), so the Notary Project tests (httpverify
+# notation_test.go, test/e2e TestVerifyNotation) sign with notation-go's own
+# signer library, a module dependency already.
 # SeaweedFS (weed, the S3 server of s3tier's tests and the shared-cache
 # e2e tests) is built from the Go module proxy, pinned; `go install`
 # refuses it (its go.mod has replace directives), so the module is built

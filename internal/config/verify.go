@@ -16,6 +16,9 @@ type Verify struct {
 	Mode         string   // VerifyEnforce (default) or VerifyAudit
 	Repositories []string // patterns of the repositories that must be signed; empty: all
 	CosignKeys   []string // absolute paths of PEM public keys
+	// Notation verifies Notary Project signatures; nil: not configured.
+	// CosignKeys or Notation, or both.
+	Notation *VerifyNotation
 }
 
 // http.verify.mode values.
@@ -36,11 +39,8 @@ func (p *parser) verify(h fields, hosts []string) *Verify {
 		Repositories: p.repositories(f, hosts),
 		CosignKeys:   p.cosignKeys(f),
 	}
-	if f.get("notation") != nil {
-		p.errorf(f.keyLine("notation"), f.key("notation"), "Notary Project signatures are not verified by this version of snigate: "+
-			"sign the images with cosign and list its public keys in verify.cosign.keys (images signed only with notation would all be refused)")
-	}
-	p.require(f, "cosign", len(v.CosignKeys) > 0, "cosign: {keys: [/etc/snigate/cosign.pub]}: the public keys whose signatures count")
+	v.Notation = p.notation(f)
+	p.require(f, "cosign", len(v.CosignKeys) > 0 || v.Notation != nil, "cosign: {keys: [/etc/snigate/cosign.pub]}: the public keys whose signatures count (or notation: {trust_store, trust_policy})")
 	return v
 }
 

@@ -87,9 +87,6 @@ func TestVerifySectionErrors(t *testing.T) {
 		{name: "repository pattern", yaml: minimalBridge + "    http: {verify: {repositories: [\"a/**/b\"], cosign: {keys: [cosign.pub]}}}\n", want: []string{
 			`snigate.yaml:10: routes[0].http.verify.repositories[0]: "**" may only be the last segment`,
 		}},
-		{name: "notation", yaml: minimalBridge + "    http: {verify: {cosign: {keys: [cosign.pub]}, notation: {trust_store: /x}}}\n", want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation: Notary Project signatures are not verified by this version of snigate",
-		}},
 		{name: "unknown key", yaml: minimalBridge + "    http: {verify: {keys: [cosign.pub]}}\n", want: []string{
 			"snigate.yaml:10: routes[0].http.verify.keys: unknown key; allowed here: mode, repositories, cosign, notation",
 			"snigate.yaml:10: routes[0].http.verify.cosign: required",

@@ -49,10 +49,16 @@ func (b *builder) newVerify(rc *config.Route) (*httpverify.Verify, error) {
 		}
 		keys = append(keys, k)
 	}
+	var notation *httpverify.Notation
+	if n := vc.Notation; n != nil {
+		if notation, err = httpverify.LoadNotation(n.TrustStore, n.TrustPolicy); err != nil {
+			return nil, fmt.Errorf("http.verify.notation: %w", err)
+		}
+	}
 	var decisions string
 	if c := rc.HTTP.Cache; c != nil {
 		decisions = filepath.Join(c.Dir, httpverify.DecisionsFile)
 	}
-	return httpverify.New(httpverify.Config{Route: rc.Name, Mode: vc.Mode, Repositories: repos, Keys: keys,
+	return httpverify.New(httpverify.Config{Route: rc.Name, Mode: vc.Mode, Repositories: repos, Keys: keys, Notation: notation,
 		DecisionsPath: decisions, Metrics: b.metrics.verify, Log: b.log})
 }
