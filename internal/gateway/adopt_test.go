@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testnet"
 	"github.com/snigate/snigate/regcache"
@@ -150,5 +153,42 @@ func TestCheckBuildsTheSharedTier(t *testing.T) {
 	_ = Probe(t.Context(), built, &out)
 	if want := "registry: shared cache " + endpoint + " bucket snigate-cache: bucket FAILED"; !strings.Contains(out.String(), want) {
 		t.Errorf("probe output lacks %q:\n%s", want, &out)
+	}
+}
+
+// TestStoreSeriesFollowTheRoute: a route that moves its cache.dir keeps
+// its snigate_cache_* series (the new store reports to them); a route
+// that drops its cache loses them once the old store is closed; a
+// rejected generation's new route leaves none behind.
+func TestStoreSeriesFollowTheRoute(t *testing.T) {
+	a, b2 := t.TempDir(), t.TempDir()
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
+	log := slog.New(slog.DiscardHandler)
+	b := &builder{log: log, metrics: m, open: &liveOpener{log: log, http: m.http, cache: m.cache}}
+	has := func(route string) bool {
+		_, ok := testkit.Gathered(t, reg, "snigate_cache_bytes", map[string]string{"route": route})
+		return ok
+	}
+	first := storeGen(b, cacheCfg(map[string]string{"r": a}))
+	adopt(t, nil, first)
+	moved := storeGen(b, cacheCfg(map[string]string{"r": b2}))
+	adopt(t, first, moved)
+	first.retire()
+	if !has("r") {
+		t.Fatal("the route lost its series when its cache.dir moved")
+	}
+	rejected := storeGen(b, cacheCfg(map[string]string{"r": b2, "new": t.TempDir()}))
+	_, err := rejected.Adopt(moved)
+	must(t, err)
+	rejected.retire() // the reload fails after Adopt
+	if has("new") || !has("r") {
+		t.Fatalf("after a rejected reload: new %v, r %v; want only r's series", has("new"), has("r"))
+	}
+	none := storeGen(b, &config.Config{})
+	adopt(t, moved, none)
+	moved.retire()
+	if has("r") {
+		t.Fatal("the route's series stay after it dropped its cache")
 	}
 }

@@ -27,7 +27,7 @@ var (
 )
 
 // errStoreNotOpen is what an imageStore without a local store answers.
-var errStoreNotOpen = errors.New("the route's cache store is not open")
+var errStoreNotOpen = errors.New("its cache is not open")
 
 func (s imageStore) Holds(d string) bool { return s.s.local != nil && s.s.local.Holds(d) }
 
