@@ -118,9 +118,9 @@ func New(opts Options) (*Gateway, error) {
 
 // assemble builds everything the gateway runs from cfg with g.builder:
 // the first generation (Adopt(nil) opens its stores), the SNI server,
-// the DNS server and the admin server. It opens no socket and starts no goroutine; `snigate check`
-// calls it too (checkBuild, with a builder of dry side effects), so that
-// check and run fail on the same files.
+// the DNS server and the admin server. It opens no socket and starts no
+// goroutine; `snigate check` calls it too (checkBuild, with a builder of
+// dry side effects), so that check and run fail on the same files.
 func (g *Gateway) assemble(cfg *config.Config) error {
 	gen, err := g.builder.build(cfg)
 	if err != nil {
