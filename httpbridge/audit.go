@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -94,66 +93,6 @@ func (r *AuditRecord) line() auditLine {
 	}.bounded()
 }
 
-// AuditLog is one route's handle on an audit file, opened with
-// AuditFiles.Open. Routes that name the same file share one writer, so
-// lines never interleave. Write never blocks. A nil *AuditLog writes
-// nothing.
-type AuditLog struct {
-	f    *auditFile
-	fs   *AuditFiles
-	once sync.Once
-}
-
-// AuditFiles are the open audit files by path, so that the routes of
-// every generation that name one file share its writer: one per process,
-// owned by whoever builds the routes (the gateway). The zero value is
-// ready to use.
-type AuditFiles struct {
-	mu    sync.Mutex
-	files map[string]*auditFile
-}
-
-// Open opens (or joins) the audit log at path ("-": standard output),
-// creating the file with mode 0640 and appending to it. The first
-// opener's log and metrics serve every handle on the file. The file stays
-// open until every handle is closed; Close each handle once.
-func (fs *AuditFiles) Open(path string, log *slog.Logger, m *Metrics) (*AuditLog, error) {
-	key, err := auditKey(path)
-	if err != nil {
-		return nil, err
-	}
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	f := fs.files[key]
-	if f == nil {
-		w, err := openAuditFile(key)
-		if err != nil {
-			return nil, err
-		}
-		f = startAudit(key, w, DefaultAuditQueue, log, m)
-		if fs.files == nil {
-			fs.files = make(map[string]*auditFile)
-		}
-		fs.files[key] = f
-	}
-	f.refs++
-	return &AuditLog{f: f, fs: fs}, nil
-}
-
-func auditKey(path string) (string, error) {
-	if path == "-" {
-		return path, nil
-	}
-	if path == "" {
-		return "", fmt.Errorf(`audit_log: want a file path or "-" for standard output`)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", fmt.Errorf("audit_log %q: %w", path, err)
-	}
-	return abs, nil
-}
-
 // auditWriter is what an audit file's writer writes to: a
 // *logfile.File (the access log's reopenable file), or a fixedWriter
 // (standard output, a test's sink). Reopen opens the path again; when it
@@ -222,39 +161,14 @@ func (a *AuditLog) Reopen() {
 	}
 }
 
-// Close releases the handle; the last one writes what is queued, closes
-// the file and waits for the writer. Later calls do nothing.
-func (a *AuditLog) Close() error {
-	if a == nil {
-		return nil
-	}
-	var err error
-	a.once.Do(func() {
-		fs := a.fs
-		if fs == nil { // a handle made without Open: on its own
-			fs = new(AuditFiles)
-		}
-		fs.mu.Lock()
-		a.f.refs--
-		last := a.f.refs == 0
-		if last && fs.files[a.f.path] == a.f {
-			delete(fs.files, a.f.path)
-		}
-		fs.mu.Unlock()
-		if last {
-			err = a.f.stop()
-		}
-	})
-	return err
-}
-
 // auditFile is the writer of one file: a goroutine fed by a bounded
 // queue, so that a slow disk never stalls a request.
 type auditFile struct {
 	path   string
 	log    *slog.Logger
 	m      *Metrics
-	refs   int // guarded by the AuditFiles' mu
+	refMu  sync.Mutex
+	refs   int // handles on the file (auditfiles.go); 0: stopped or stopping
 	queue  chan auditLine
 	reopen chan struct{}
 	quit   chan struct{}

@@ -11,8 +11,9 @@
 // Usage:
 //
 //	metrics := httpbridge.NewMetrics(reg) // once per process
-//	var audits httpbridge.AuditFiles      // once per process
+//	audits := new(httpbridge.AuditFiles)  // one per generation of routes
 //	audit, err := audits.Open(path, log, metrics) // optional; shared per file
+//	audits.Adopt(prevAudits)              // a reload: one writer per file across generations
 //	b, err := httpbridge.New(httpbridge.Config{
 //		Route:         "registry",
 //		Upstreams:     pool, // *upstream.Pool: candidates and passive health
@@ -28,7 +29,7 @@
 //
 //	// on SIGHUP: audit.Reopen(); when a reload replaced the route:
 //	old.Close()      // node connections close at their next request boundary
-//	oldAudit.Close() // the file stays open while another handle uses it
+//	prevAudits.Close() // a file stays open while another handle uses its writer
 //
 // Each request is checked in the contract's order: Host against the
 // connection's SNI (421), method (405), repository (403); a refusal gets

@@ -15,11 +15,13 @@ import (
 
 // builder builds generations. Its side effects are its dependencies: the
 // logger and the metrics everything it builds reports to, and the opener
-// of the files a generation writes (audit logs, cache stores). `run`
-// gives it the real ones (New: the process logger and registry,
-// liveOpener), `check` dry ones (checkBuild: a discarding logger, a
-// throwaway registry, dryOpener), so that both build the same objects
-// with the same code and check only stops before opening what run opens.
+// of the files a generation writes (audit logs, cache stores, which
+// generation.Adopt opens). `run` gives it the real ones (New: the
+// process logger and registry, liveOpener), `check` dry ones
+// (checkBuild: a discarding logger, a throwaway registry, dryOpener), so
+// that both build the same objects with the same code and check only
+// stops before opening what run opens. It reads no other generation:
+// what crosses a reload crosses in generation.Adopt.
 type builder struct {
 	log     *slog.Logger
 	metrics *metrics

@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testnet"
@@ -38,12 +37,23 @@ func parseIn(t *testing.T, dir, yaml string) *config.Config {
 }
 
 // liveBuilder is the builder New gives a gateway, on a registry of its
-// own; its caches are returned for the test to look into.
-func liveBuilder() (*builder, *caches) {
+// own.
+func liveBuilder() *builder {
 	log := slog.New(slog.DiscardHandler)
 	m := newMetrics(prometheus.NewRegistry())
-	cs := newCaches(log, m.cache, false)
-	return &builder{log: log, metrics: m, open: &liveOpener{audits: new(httpbridge.AuditFiles), caches: cs, log: log, m: m.http}}, cs
+	return &builder{log: log, metrics: m, open: &liveOpener{log: log, http: m.http, cache: m.cache}}
+}
+
+// adopt makes gen take over from prev (nil: gen is the first) as a
+// reload does: Adopt, prev's workers stopped, the carry.
+func adopt(t *testing.T, prev, gen *generation) {
+	t.Helper()
+	carry, err := gen.Adopt(prev)
+	must(t, err)
+	if prev != nil {
+		prev.stop()
+	}
+	carry()
 }
 
 // TestBuildSideEffectsAreItsOpener: the same builder code makes the same
@@ -55,7 +65,7 @@ func TestBuildSideEffectsAreItsOpener(t *testing.T) {
 		builder  func() *builder
 		wantOpen bool
 	}{
-		{name: "run", builder: func() *builder { b, _ := liveBuilder(); return b }, wantOpen: true},
+		{name: "run", builder: liveBuilder, wantOpen: true},
 		{name: "check", builder: func() *builder {
 			discard := slog.New(slog.DiscardHandler)
 			return &builder{log: discard, metrics: newMetrics(prometheus.NewRegistry()), open: dryOpener{}}
@@ -69,7 +79,8 @@ func TestBuildSideEffectsAreItsOpener(t *testing.T) {
 			b := tt.builder()
 			gen, err := b.build(parseIn(t, dir, httpRouteYAML(dir, cacheDir, "")))
 			must(t, err)
-			defer func() { gen.retire(); b.open.retainStores(nil) }()
+			defer gen.retire()
+			adopt(t, nil, gen) // as Gateway.assemble: the first generation opens its stores
 			if gen.pools["registry"] == nil || gen.bridges["registry"] == nil || gen.clients["registry"] == nil {
 				t.Fatalf("pool %v, bridge %v, client side %v: want each built", gen.pools["registry"], gen.bridges["registry"], gen.clients["registry"])
 			}
@@ -89,12 +100,12 @@ func TestBuildSideEffectsAreItsOpener(t *testing.T) {
 func TestAdoptCarriesWhatCrossesAReload(t *testing.T) {
 	dir := t.TempDir()
 	checkPKI(t, dir)
-	b, cs := liveBuilder()
-	defer cs.retain(nil)
+	b := liveBuilder()
 	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
 	prev, err := b.build(parseIn(t, dir, httpRouteYAML(dir, first, "127.0.0.1:0")))
 	must(t, err)
 	defer prev.retire()
+	adopt(t, nil, prev)
 	must(t, prev.pools["registry"].SetState("127.0.0.1:1", upstream.StateMaint))
 	gen, err := b.build(parseIn(t, dir, httpRouteYAML(dir, second, "127.0.0.1:0")))
 	must(t, err)
@@ -102,14 +113,18 @@ func TestAdoptCarriesWhatCrossesAReload(t *testing.T) {
 	if got := gen.pools["registry"].Status()[0].State; got != upstream.StateReady {
 		t.Errorf("state %s before Adopt, want ready", got)
 	}
-	if n := len(cs.Stats()); n != 2 {
-		t.Errorf("%d stores open before Adopt, want both directories' (the old generation serves until the swap)", n)
+	carry, err := gen.Adopt(prev)
+	must(t, err)
+	if n := len(openStores(prev, gen)); n != 2 {
+		t.Errorf("%d stores open before the carry, want both directories' (the old generation serves until the swap)", n)
 	}
-	gen.Adopt(prev)
+	prev.stop()
+	carry()
 	if got := gen.pools["registry"].Status()[0].State; got != upstream.StateMaint {
 		t.Errorf("state %s after Adopt, want maint (set on the old generation)", got)
 	}
-	if st := cs.Stats(); len(st) != 1 || st[0].Dir != second {
+	prev.retire()
+	if st := openStores(prev, gen); len(st) != 1 || st[0].Dir != second {
 		t.Errorf("stores after Adopt: %+v, want only %s", st, second)
 	}
 	if gen.dnsHandler() == nil {
@@ -123,8 +138,7 @@ func TestAdoptCarriesWhatCrossesAReload(t *testing.T) {
 func TestDNSHandlerNilWithoutListenDNS(t *testing.T) {
 	dir := t.TempDir()
 	checkPKI(t, dir)
-	b, cs := liveBuilder()
-	defer cs.retain(nil)
+	b := liveBuilder()
 	gen, err := b.build(parseIn(t, dir, httpRouteYAML(dir, filepath.Join(dir, "cache"), "")))
 	must(t, err)
 	defer gen.retire()

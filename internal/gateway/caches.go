@@ -3,68 +3,12 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"sync"
 	"syscall"
 
-	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/regcache"
 )
-
-// caches are the open stores of the routes with http.cache, kept across
-// reloads (regcache holds a lock on its directory, and a reload must not
-// lose its content or its fills in flight): one per route, reused while
-// the route keeps its cache.dir, closed when the route or its directory
-// goes away.
-type caches struct {
-	log *slog.Logger
-	m   *regcache.Metrics
-	// wait: started by an upgrade, whose previous process holds the
-	// directories until it has drained; the stores bypass until then.
-	wait bool
-
-	mu   sync.Mutex
-	open map[cacheKey]*regcache.Cache
-
-	// shared are the routes' shared tiers (cache.shared), kept alike.
-	shared *sharedTiers
-}
-
-// cacheKey is a store's route and directory.
-type cacheKey struct{ route, dir string }
-
-func newCaches(log *slog.Logger, m *regcache.Metrics, wait bool) *caches {
-	return &caches{log: log, m: m, wait: wait, open: map[cacheKey]*regcache.Cache{}, shared: newSharedTiers(log, nil)}
-}
-
-// take returns route's store in c.Dir: the open one when the route had
-// it (its max_size updated), else a newly opened one; the store of a
-// directory the route left stays open for the generation in force until
-// retain. A route renamed onto the directory of another route's store
-// closes that one first (the directory's lock is one store's).
-func (cs *caches) take(route string, c *config.Cache) (*regcache.Cache, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	k := cacheKey{route, c.Dir}
-	if cur := cs.open[k]; cur != nil {
-		cur.SetMaxSize(c.MaxSize)
-		return cur, nil
-	}
-	for other := range cs.open {
-		if other.dir == c.Dir {
-			cs.closeLocked(other, other.route != route)
-		}
-	}
-	rc, err := regcache.Open(regcache.Config{Route: route, Dir: c.Dir, MaxSize: c.MaxSize, WaitForLock: cs.wait, Logger: cs.log, Metrics: cs.m})
-	if err != nil {
-		return nil, &cacheDirError{err: err}
-	}
-	cs.open[k] = rc
-	return rc, nil
-}
 
 // cacheDirError is a cache.dir the builders refuse; buildError reports it
 // at routes[i].http.cache.dir.
@@ -73,71 +17,37 @@ type cacheDirError struct{ err error }
 func (e *cacheDirError) Error() string { return e.err.Error() }
 func (e *cacheDirError) Unwrap() error { return e.err }
 
-// retain closes the stores that cfg (the configuration in force) does not
-// have: routes removed, caches dropped, directories changed.
-func (cs *caches) retain(cfg *config.Config) {
-	want := map[cacheKey]bool{}
-	routes := map[string]bool{}
-	if cfg != nil {
-		for i := range cfg.Routes {
-			if rc := &cfg.Routes[i]; rc.HTTP != nil && rc.HTTP.Cache != nil {
-				want[cacheKey{rc.Name, rc.HTTP.Cache.Dir}], routes[rc.Name] = true, true
-			}
+// cacheStats returns the figures of the generation's open stores, by
+// route name.
+func (gen *generation) cacheStats() []regcache.Stats {
+	out := []regcache.Stats{}
+	for _, s := range gen.storeList() {
+		if s.local != nil {
+			out = append(out, s.local.Stats())
 		}
 	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	for k := range cs.open {
-		if !want[k] {
-			cs.closeLocked(k, !routes[k.route])
-		}
-	}
-}
-
-// closeLocked closes k's store; series drops the route's metric series
-// too (the route has no cache any more).
-func (cs *caches) closeLocked(k cacheKey, series bool) {
-	c := cs.open[k]
-	delete(cs.open, k)
-	if err := c.Close(); err != nil {
-		cs.log.Warn("closing the cache", "route", k.route, "dir", k.dir, "err", err)
-	}
-	if series {
-		cs.m.DeleteRoute(k.route)
-	}
-	cs.log.Info("cache closed", "route", k.route, "dir", k.dir)
-}
-
-// Stats returns the figures of every open store, by route name.
-func (cs *caches) Stats() []regcache.Stats {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	out := make([]regcache.Stats, 0, len(cs.open))
-	for _, c := range cs.open {
-		out = append(out, c.Stats())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Route < out[j].Route })
 	return out
 }
 
-// Purge removes digest ("" for everything) from every open store and
-// returns their figures after it.
-func (cs *caches) Purge(digest string) ([]regcache.Stats, error) {
-	cs.mu.Lock()
+// purgeCaches removes digest ("" for everything) from every open store
+// of the generation and returns their figures after it.
+func (gen *generation) purgeCaches(digest string) ([]regcache.Stats, error) {
 	var errs []error
-	for _, c := range cs.open {
+	for _, s := range gen.storeList() {
+		if s.local == nil {
+			continue
+		}
 		var err error
 		if digest == "" {
-			_, _, err = c.PurgeAll()
+			_, _, err = s.local.PurgeAll()
 		} else {
-			_, err = c.Purge(digest)
+			_, err = s.local.Purge(digest)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("route %q: %w", c.Route(), err))
+			errs = append(errs, fmt.Errorf("route %q: %w", s.route, err))
 		}
 	}
-	cs.mu.Unlock()
-	return cs.Stats(), errors.Join(errs...)
+	return gen.cacheStats(), errors.Join(errs...)
 }
 
 // checkCacheDir is what `check` says of a cache.dir without opening it
@@ -166,10 +76,10 @@ func checkCacheDir(dir string) error {
 
 // CacheStats returns the figures of every http route's cache (the admin
 // API's GET /api/cache).
-func (g *Gateway) CacheStats() []regcache.Stats { return g.caches.Stats() }
+func (g *Gateway) CacheStats() []regcache.Stats { return g.gen.Load().cacheStats() }
 
 // PurgeCache removes digest ("": all content) from every cache (the
 // admin API's POST /api/cache/purge).
 func (g *Gateway) PurgeCache(digest string) ([]regcache.Stats, error) {
-	return g.caches.Purge(digest)
+	return g.gen.Load().purgeCaches(digest)
 }

@@ -20,6 +20,34 @@ func cacheCfg(routes map[string]string) *config.Config {
 	return cfg
 }
 
+// storeGen is a generation of cfg's caches alone, as the builder records
+// them (no route is built).
+func storeGen(b *builder, cfg *config.Config) *generation {
+	gen := newGeneration(cfg, b.open)
+	for i := range cfg.Routes {
+		if rc := &cfg.Routes[i]; rc.HTTP != nil && rc.HTTP.Cache != nil {
+			gen.addStore(rc, b)
+		}
+	}
+	return gen
+}
+
+// openStores are the figures of the stores open in gens, each once, by
+// route name.
+func openStores(gens ...*generation) []regcache.Stats {
+	seen := map[*regcache.Cache]bool{}
+	var out []regcache.Stats
+	for _, gen := range gens {
+		for _, s := range gen.storeList() {
+			if s.local != nil && !s.closed && !s.localTaken && !seen[s.local] {
+				seen[s.local] = true
+				out = append(out, s.local.Stats())
+			}
+		}
+	}
+	return out
+}
+
 // TestCachesKeptAcrossReloads: a route that keeps its cache.dir keeps its
 // open store (a second Open of the directory would be refused by its
 // lock); max_size follows the configuration; a directory left, or a
@@ -27,24 +55,31 @@ func cacheCfg(routes map[string]string) *config.Config {
 // and its directory can be opened again.
 func TestCachesKeptAcrossReloads(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
-	cs := newCaches(slog.New(slog.DiscardHandler), regcache.NewMetrics(nil), false)
-	first, err := cs.take("registry", &config.Cache{Dir: a, MaxSize: 1 << 20})
-	must(t, err)
-	again, err := cs.take("registry", &config.Cache{Dir: a, MaxSize: 2 << 20})
-	must(t, err)
+	bld := liveBuilder()
+	firstGen := storeGen(bld, cacheCfg(map[string]string{"registry": a}))
+	adopt(t, nil, firstGen)
+	first := firstGen.store("registry").local
+	grown := cacheCfg(map[string]string{"registry": a})
+	grown.Routes[0].HTTP.Cache.MaxSize = 2 << 20
+	againGen := storeGen(bld, grown)
+	adopt(t, firstGen, againGen)
+	firstGen.retire()
+	again := againGen.store("registry").local
 	if again != first {
 		t.Fatal("a reload with the same cache.dir opened a new store")
 	}
 	if got := again.Stats().MaxSize; got != 2<<20 {
 		t.Errorf("max_size %d after the reload, want %d", got, 2<<20)
 	}
-	moved, err := cs.take("registry", &config.Cache{Dir: b, MaxSize: 1 << 20})
+	movedGen := storeGen(bld, cacheCfg(map[string]string{"registry": b}))
+	carry, err := movedGen.Adopt(againGen)
 	must(t, err)
-	if len(cs.Stats()) != 2 {
+	if len(openStores(againGen, movedGen)) != 2 {
 		t.Errorf("the old directory's store closed before the new generation is in force")
 	}
-	cs.retain(cacheCfg(map[string]string{"registry": b}))
-	if st := cs.Stats(); len(st) != 1 || st[0].Dir != b {
+	carry()
+	againGen.retire()
+	if st := openStores(againGen, movedGen); len(st) != 1 || st[0].Dir != b {
 		t.Errorf("after retain: %+v, want only %s", st, b)
 	}
 	reopened, err := regcache.Open(regcache.Config{Dir: a, MaxSize: 1})
@@ -52,26 +87,27 @@ func TestCachesKeptAcrossReloads(t *testing.T) {
 		t.Fatalf("the directory the route left is still locked: %v", err)
 	}
 	reopened.Close()
-	cs.retain(nil)
-	if len(cs.Stats()) != 0 {
+	movedGen.retire()
+	if len(openStores(movedGen)) != 0 {
 		t.Error("retain(nil) left stores open")
 	}
-	_ = moved
 }
 
 // TestCachesRouteRenamed: a route renamed onto the same cache.dir gets
 // the directory (its lock is one store's).
 func TestCachesRouteRenamed(t *testing.T) {
 	dir := t.TempDir()
-	cs := newCaches(slog.New(slog.DiscardHandler), nil, false)
-	_, err := cs.take("old", &config.Cache{Dir: dir, MaxSize: 1 << 20})
-	must(t, err)
-	c, err := cs.take("new", &config.Cache{Dir: dir, MaxSize: 1 << 20})
-	must(t, err)
-	if c.Route() != "new" || len(cs.Stats()) != 1 {
-		t.Errorf("route %q, %d stores; want new, 1", c.Route(), len(cs.Stats()))
+	b := liveBuilder()
+	prev := storeGen(b, cacheCfg(map[string]string{"old": dir}))
+	adopt(t, nil, prev)
+	gen := storeGen(b, cacheCfg(map[string]string{"new": dir}))
+	adopt(t, prev, gen)
+	prev.retire()
+	defer gen.retire()
+	c := gen.store("new").local
+	if c == nil || c.Route() != "new" || len(openStores(prev, gen)) != 1 {
+		t.Errorf("route %v, %d stores; want new, 1", c, len(openStores(prev, gen)))
 	}
-	cs.retain(nil)
 }
 
 // TestCheckRefusesUnusableCacheDir: `check` names routes[i].http.cache.dir
@@ -140,12 +176,12 @@ func TestReloadKeepsCacheOpen(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	w := newWorld(t, cacheRouteYAML(dir, "1MiB"))
 	w.start()
-	before := w.g.caches.get(cacheKey{"registry", dir})
+	before := w.g.cacheStore("registry", dir)
 	w.writeConfig(cacheRouteYAML(dir, "2MiB"))
 	if err := w.g.Reload(t.Context(), "test"); err != nil {
 		t.Fatalf("reload with the same cache.dir: %v", err)
 	}
-	if st := w.g.CacheStats(); len(st) != 1 || st[0].MaxSize != 2<<20 || w.g.caches.get(cacheKey{"registry", dir}) != before {
+	if st := w.g.CacheStats(); len(st) != 1 || st[0].MaxSize != 2<<20 || w.g.cacheStore("registry", dir) != before {
 		t.Errorf("after the reload: %+v; want the same store with max_size 2MiB", st)
 	}
 	w.writeConfig(cacheRouteYAML(dir, ""))
@@ -162,9 +198,11 @@ func TestReloadKeepsCacheOpen(t *testing.T) {
 	c.Close()
 }
 
-// get is k's open store, nil when none.
-func (cs *caches) get(k cacheKey) *regcache.Cache {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.open[k]
+// cacheStore is route's open store in dir in the generation in force,
+// nil when none.
+func (g *Gateway) cacheStore(route, dir string) *regcache.Cache {
+	if s := g.gen.Load().store(route); s.holds(dir) {
+		return s.local
+	}
+	return nil
 }

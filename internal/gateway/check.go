@@ -55,7 +55,7 @@ type Checked struct {
 }
 
 // Close releases what the build made (the HTTP bridges' idle upstream
-// connections). A nil *Checked does nothing.
+// connections, the shared tiers). A nil *Checked does nothing.
 func (c *Checked) Close() {
 	if c != nil {
 		c.g.gen.Load().retire()
@@ -176,8 +176,6 @@ func checkBuild(cfg *config.Config) (*Checked, error) {
 	discard := slog.New(slog.DiscardHandler)
 	g := &Gateway{opts: Options{ConfigFile: cfg.File, Logger: discard}, log: discard, registry: prometheus.NewRegistry()}
 	g.metrics = newMetrics(g.registry)
-	g.caches = newCaches(discard, g.metrics.cache, false) // none is opened
-	g.caches.shared = newSharedTiers(discard, g.metrics.shared)
 	g.builder = builder{log: discard, metrics: g.metrics, open: dryOpener{}}
 	if err := g.assemble(cfg); err != nil {
 		return nil, err
@@ -217,7 +215,7 @@ func probeAll(ctx context.Context, gen *generation, w io.Writer) error {
 		fmt.Fprintln(w, n)
 	}
 	httpFailed := probeHTTPRoutes(ctx, gen, w)
-	httpFailed = probeSharedTiers(ctx, cfg, w) || httpFailed
+	httpFailed = probeSharedTiers(ctx, gen, w) || httpFailed
 	if err == nil && httpFailed {
 		return ErrProbeFailed
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snigate/snigate/dnsresponder"
-	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/internal/admin"
 	"github.com/snigate/snigate/internal/buildinfo"
 	"github.com/snigate/snigate/internal/config"
@@ -67,7 +66,6 @@ type Gateway struct {
 	wasReady  atomic.Bool                       // ready has been true: not ready now means draining
 	switchOff atomic.Bool                       // the readiness switch (POST /api/ready) is off
 	builder   builder                           // builds generations; its side effects are run's or check's
-	caches    *caches                           // the http routes' cache stores, kept across reloads
 
 	inForce    atomic.Pointer[inForce]            // the configuration in force
 	lastReload atomic.Pointer[admin.ReloadResult] // nil: no reload since start
@@ -102,10 +100,8 @@ type Gateway struct {
 func New(opts Options) (*Gateway, error) {
 	g := &Gateway{opts: opts, log: cmp.Or(opts.Logger, slog.Default()), registry: prometheus.NewRegistry()}
 	g.metrics = newMetrics(g.registry)
-	g.caches = newCaches(g.log, g.metrics.cache, handover.Upgrading())
-	g.caches.shared = newSharedTiers(g.log, g.metrics.shared)
 	g.builder = builder{log: g.log, metrics: g.metrics, open: &liveOpener{
-		audits: new(httpbridge.AuditFiles), caches: g.caches, log: g.log, m: g.metrics.http}}
+		log: g.log, http: g.metrics.http, cache: g.metrics.cache, wait: handover.Upgrading()}}
 	g.access.format = opts.LogFormat
 	info := buildinfo.Get()
 	g.log.Info("snigate starting", "version", info.Version, "commit", info.Commit, "config", opts.ConfigFile)
@@ -121,16 +117,21 @@ func New(opts Options) (*Gateway, error) {
 }
 
 // assemble builds everything the gateway runs from cfg with g.builder:
-// the first generation, the SNI server, the DNS server and the admin
-// server. It opens no socket and starts no goroutine; `snigate check`
-// calls it too (checkBuild, with a builder of dry side effects), so that
-// check and run fail on the same files.
+// the first generation (Adopt(nil) opens its stores), the SNI server,
+// the DNS server and the admin server. It opens no socket and starts no
+// goroutine; `snigate check` calls it too (checkBuild, with a builder of
+// dry side effects), so that check and run fail on the same files.
 func (g *Gateway) assemble(cfg *config.Config) error {
 	gen, err := g.builder.build(cfg)
 	if err != nil {
-		g.builder.open.retainStores(nil)
 		return err
 	}
+	carry, err := gen.Adopt(nil)
+	if err != nil {
+		gen.retire()
+		return err
+	}
+	carry()
 	g.gen.Store(gen)
 	g.metrics.configLoaded(time.Now())
 	g.sni, err = sni.New(g.sniConfig(cfg), gen.routes)

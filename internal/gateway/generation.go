@@ -33,17 +33,20 @@ type generation struct {
 	workers []runner                      // pools, certificate watchers, the answer check
 	bridges map[string]*httpbridge.Bridge // the HTTP-aware bridges of http routes, by route name
 	pinners map[string]*images.Pinner     // routes' cache.pin images, by route name (images.go)
-	audits  []*httpbridge.AuditLog        // their audit logs, released by retire
-	open    opener                        // what opened its audit logs and cache stores
+	stores  map[string]*routeStore        // http routes' caches, by route name (stores.go)
+	audits  *httpbridge.AuditFiles        // their audit logs, one writer per file, released by retire
+	open    opener                        // what opens its audit logs and cache stores
 
-	cancel context.CancelFunc // stops the workers
-	wg     sync.WaitGroup
+	cancel  context.CancelFunc // stops the workers
+	wg      sync.WaitGroup
+	retired sync.Once
 }
 
 func newGeneration(cfg *config.Config, open opener) *generation {
 	return &generation{cfg: cfg, open: open, pools: make(map[string]*upstream.Pool),
 		clients: make(map[string]*certs.ClientTLS), bridges: make(map[string]*httpbridge.Bridge),
-		pinners: make(map[string]*images.Pinner)}
+		pinners: make(map[string]*images.Pinner), stores: make(map[string]*routeStore),
+		audits: new(httpbridge.AuditFiles)}
 }
 
 // runner is a background worker of a generation.
@@ -51,10 +54,22 @@ type runner interface {
 	Run(ctx context.Context) error
 }
 
-// Adopt takes over from prev, the generation in force until now,
-// everything that lives on across a reload; it is the only place where
-// state crosses one. prev's workers must be stopped first, so that no
-// health check of prev runs on, and gen's not started yet.
+// Adopt takes over from prev, the generation in force until now (nil:
+// gen is the first), everything that lives on across a reload; it is
+// the only place where state crosses one, and the generation's builder
+// reads no other generation. It works in two steps around the moment
+// prev's workers stop, so that no health check of prev runs on after
+// its state is carried, and gen's have not started.
+//
+// Adopt itself claims what can fail, and changes nothing of prev: it
+// opens the cache stores of the directories prev does not hold and
+// builds the shared tiers prev does not have (storeadopt.go). Its error
+// (a config.ErrorList at routes[i].http.cache.dir or .shared, as
+// buildError reports what the builders refuse) rejects the reload: prev
+// stays in force untouched, and gen.retire closes what gen opened.
+//
+// The carry step it returns, called once prev's workers have stopped and
+// before gen starts, takes over:
 //
 //   - upstream pools: the upstreams both have keep their health, admin
 //     state and connection counts (upstream.Pool.Adopt);
@@ -62,15 +77,32 @@ type runner interface {
 //     dns.answer_check the file dropped drops its series;
 //   - the DNS handler: the forwarders both have keep their failure state
 //     (dnsresponder.Handler.Adopt);
-//   - cache stores: a route that keeps its cache.dir was given prev's
-//     open store while gen was built (the directory's lock is one
-//     store's, opener.openStore), and keeps it; the stores prev had
-//     and gen has not are closed here;
-//   - audit files: gen's handles joined, by path, the writers prev's
-//     opened (httpbridge.AuditFiles: one writer per file, so lines never
-//     interleave); prev's handles are released when prev retires, and a
-//     file no route names any more closes with the last.
-func (gen *generation) Adopt(prev *generation) {
+//   - cache stores: a route that keeps its cache.dir keeps prev's open
+//     store (its max_size updated; the directory's lock is one store's,
+//     so the build only recorded the need), and its shared tier while
+//     cache.shared stays the same; a route renamed onto a directory
+//     gets it once prev's store of it is closed;
+//   - audit files: gen's handles on a file prev has open write through
+//     prev's writer (httpbridge.AuditFiles.Adopt: one writer per file,
+//     so lines never interleave).
+//
+// What prev keeps of its own (its other stores and tiers, its audit
+// handles: a file no route names any more closes with its last) is
+// closed or released when prev retires.
+func (gen *generation) Adopt(prev *generation) (carry func(), err error) {
+	if err := gen.claimStores(prev); err != nil {
+		return nil, err
+	}
+	return func() { gen.carry(prev) }, nil
+}
+
+// carry is Adopt's second step.
+func (gen *generation) carry(prev *generation) {
+	gen.carryStores(prev)
+	if prev == nil {
+		return
+	}
+	gen.audits.Adopt(prev.audits)
 	for name, p := range gen.pools {
 		if op := prev.pools[name]; op != nil {
 			p.Adopt(op)
@@ -85,7 +117,6 @@ func (gen *generation) Adopt(prev *generation) {
 	if gen.dns != nil {
 		gen.dns.Adopt(prev.dns) // nil prev: nothing to carry
 	}
-	gen.open.retainStores(gen.cfg)
 }
 
 // dnsHandler is what the DNS server answers with: nil (the server
@@ -119,27 +150,27 @@ func (gen *generation) stop() {
 }
 
 // retire ends the generation's HTTP bridges (their node connections close
-// at the next request boundary, idle upstream connections now) and
-// releases its audit logs, once a newer generation is in force or the
-// gateway has drained.
+// at the next request boundary, idle upstream connections now), releases
+// its audit logs and closes the cache stores and shared tiers no newer
+// generation took over, once a newer generation is in force, the
+// gateway has drained, or the generation was rejected. Later calls do
+// nothing.
 func (gen *generation) retire() {
-	for _, b := range gen.bridges {
-		b.Close()
-	}
-	for _, a := range gen.audits {
-		a.Close()
-	}
-	clear(gen.bridges)
-	gen.audits = nil
+	gen.retired.Do(func() {
+		for _, b := range gen.bridges {
+			b.Close()
+		}
+		gen.audits.Close()
+		for _, s := range gen.storeList() {
+			s.close()
+		}
+		clear(gen.bridges)
+	})
 }
 
 // reopenAudits reopens the generation's audit log files (SIGHUP, reload):
 // logrotate moves a file away, then signals.
-func (gen *generation) reopenAudits() {
-	for _, a := range gen.audits {
-		a.Reopen()
-	}
-}
+func (gen *generation) reopenAudits() { gen.audits.Reopen() }
 
 // certSource is what serves a bridge route's certificate (certs.KeyPair or
 // certs.Minter).

@@ -4,13 +4,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/snigate/snigate/httpbridge"
 	"github.com/snigate/snigate/httpcache"
-	"github.com/snigate/snigate/internal/cachestore"
 	"github.com/snigate/snigate/internal/certs"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/s3tier"
@@ -69,19 +69,19 @@ func auditOpenError(path string, err error) error {
 // sent to the route's upstreams over a pool of connections that present
 // the edge identity, from the same client side (ct) as every other
 // upstream connection of the route. The route's audit log comes from the
-// builder's opener (run: opened, or joined when another route names the
-// same file; check: checked, not opened).
+// builder's opener into the generation's audit files (run: opened, or
+// joined when another route names the same file; check: checked, not
+// opened).
 func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Route, ct *certs.ClientTLS, pool *upstream.Pool) (*httpbridge.Bridge, error) {
 	h := rc.HTTP
 	var audit *httpbridge.AuditLog
 	if h.AuditLog != "" {
 		var err error
-		if audit, err = b.open.openAudit(h.AuditLog); err != nil {
+		if audit, err = b.open.openAudit(gen.audits, h.AuditLog); err != nil {
 			return nil, &auditLogError{err: err}
 		}
-		gen.audits = append(gen.audits, audit) // nil (check): releases nothing
 	}
-	chain, err := b.httpChain(rc)
+	chain, err := b.httpChain(gen, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -119,36 +119,40 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 }
 
 // httpChain composes the links of the route's HTTP chain between the
-// bridge's policy and its proxy: the route's http.cache over its store,
-// kept across reloads; nil without http.cache, or without a store (check
-// opens none: a running snigate holds its directory's lock).
-func (b *builder) httpChain(rc *config.Route) (httpbridge.Chain, error) {
+// bridge's policy and its proxy: the route's http.cache over the store
+// the generation records for it (filled in by generation.Adopt; check
+// opens none, and its requests would bypass); nil without http.cache.
+// What would stop the store or the shared tier is refused here, as
+// check and run say it alike.
+func (b *builder) httpChain(gen *generation, rc *config.Route) (httpbridge.Chain, error) {
 	c := rc.HTTP.Cache
 	if c == nil {
 		return nil, nil
 	}
-	store, err := b.open.openStore(rc.Name, c)
-	if err != nil {
+	if err := b.open.checkStore(c); err != nil {
 		return nil, err
 	}
-	var tier *s3tier.Tier
 	if c.Shared != nil {
-		if tier, err = b.open.openShared(rc.Name, c.Shared); err != nil {
+		if err := checkShared(rc.Name, c.Shared); err != nil {
 			return nil, err
 		}
 	}
-	if store == nil {
-		return nil, nil
-	}
-	var st httpcache.Store = cachestore.Local{C: store}
-	if tier != nil {
-		st = &s3tier.Tiered{Local: st, Shared: tier}
-	}
-	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: st, Offline: c.Offline, Tags: c.Tags, Log: b.log})
+	hc, err := httpcache.New(httpcache.Config{Route: rc.Name, Store: gen.addStore(rc, b), Offline: c.Offline, Tags: c.Tags, Log: b.log})
 	if err != nil {
 		return nil, err
 	}
 	return hc.Wrap, nil
+}
+
+// checkShared builds the route's tier apart (reading its files, sending
+// nothing, counting nothing) to say what Adopt would refuse.
+func checkShared(route string, sc *config.SharedCache) error {
+	t, err := s3tier.New(tierConfig(route, sc, slog.New(slog.DiscardHandler), nil))
+	if err != nil {
+		return &sharedTierError{err: err}
+	}
+	t.Close()
+	return nil
 }
 
 // redirectRoots is what a followed redirect trusts: the system roots plus

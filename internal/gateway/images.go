@@ -14,22 +14,28 @@ import (
 	"github.com/snigate/snigate/images"
 	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/oci"
-	"github.com/snigate/snigate/regcache"
 )
 
-// imageStore is a route's regcache.Cache as the images' Store and
-// PinStore.
-type imageStore struct{ c *regcache.Cache }
+// imageStore is a route's store (its local regcache.Cache, once
+// generation.Adopt has opened or taken it) as the images' Store and
+// PinStore; without one it holds nothing and keeps nothing.
+type imageStore struct{ s *routeStore }
 
 var (
 	_ images.Store    = imageStore{}
 	_ images.PinStore = imageStore{}
 )
 
-func (s imageStore) Holds(d string) bool { return s.c.Holds(d) }
+// errStoreNotOpen is what an imageStore without a local store answers.
+var errStoreNotOpen = errors.New("its cache is not open")
+
+func (s imageStore) Holds(d string) bool { return s.s.local != nil && s.s.local.Holds(d) }
 
 func (s imageStore) Open(ctx context.Context, d string) (images.Blob, bool) {
-	e, ok := s.c.Get(ctx, d)
+	if s.s.local == nil {
+		return nil, false
+	}
+	e, ok := s.s.local.Get(ctx, d)
 	if !ok {
 		return nil, false
 	}
@@ -37,20 +43,41 @@ func (s imageStore) Open(ctx context.Context, d string) (images.Blob, bool) {
 }
 
 func (s imageStore) Put(ctx context.Context, d string, h http.Header, size int64, body io.Reader) error {
-	return s.c.Put(ctx, d, h, size, body)
+	if s.s.local == nil {
+		return fmt.Errorf("route %q: %w", s.s.route, errStoreNotOpen)
+	}
+	return s.s.local.Put(ctx, d, h, size, body)
 }
 
 func (s imageStore) LookupTag(repo, tag string) (string, time.Time, bool) {
-	t, ok := s.c.LookupTag(repo, tag)
+	if s.s.local == nil {
+		return "", time.Time{}, false
+	}
+	t, ok := s.s.local.LookupTag(repo, tag)
 	return t.Digest, t.Confirmed, ok
 }
 
 func (s imageStore) RememberTag(repo, tag, d string, at time.Time) error {
-	return s.c.RememberTag(repo, tag, d, at)
+	if s.s.local == nil {
+		return nil
+	}
+	return s.s.local.RememberTag(repo, tag, d, at)
 }
 
-func (s imageStore) AddPinned(d []string) { s.c.AddPinned(d) }
-func (s imageStore) SetPinned(d []string) { s.c.SetPinned(d) }
+func (s imageStore) AddPinned(d []string) {
+	if s.s.local != nil {
+		s.s.local.AddPinned(d)
+	}
+}
+
+// pinned reports whether d is pinned in the store.
+func (s imageStore) pinned(d string) bool { return s.s.local != nil && s.s.local.Pinned(d) }
+
+func (s imageStore) SetPinned(d []string) {
+	if s.s.local != nil {
+		s.s.local.SetPinned(d)
+	}
+}
 
 // ErrNoCacheRoute is the error for an image whose host no http route
 // with a cache serves.
@@ -73,24 +100,22 @@ func (g *Gateway) imageRoute(host string) (images.Route, error) {
 // imageRoute is rc's images.Route for requests with Host host.
 func (gen *generation) imageRoute(rc *config.Route, host string) (images.Route, error) {
 	br := gen.bridges[rc.Name]
-	store, err := gen.open.openStore(rc.Name, rc.HTTP.Cache)
-	if err != nil || store == nil || br == nil {
-		return images.Route{}, fmt.Errorf("route %q: its cache is not open: %v", rc.Name, err)
+	store := gen.store(rc.Name)
+	if store == nil || store.local == nil || br == nil {
+		return images.Route{}, fmt.Errorf("route %q: %w", rc.Name, errStoreNotOpen)
 	}
 	return images.Route{Name: rc.Name, Host: host, Fetch: br, Store: imageStore{store}}, nil
 }
 
 // pinImages adds the worker that keeps rc's cache.pin images in its
 // cache (fetched at start and whenever a reload builds a generation);
-// with no pins it unpins what an earlier configuration pinned. Nothing
-// without a cache store (check opens none).
+// with no pins it unpins what an earlier configuration pinned. It works
+// on the store the generation records for the route (a check, which
+// opens none, never starts it).
 func (gen *generation) pinImages(rc *config.Route, log *slog.Logger) {
 	c := rc.HTTP.Cache
-	if c == nil {
-		return
-	}
-	store, err := gen.open.openStore(rc.Name, c)
-	if err != nil || store == nil {
+	store := gen.store(rc.Name)
+	if c == nil || store == nil {
 		return
 	}
 	rt := images.Route{Name: rc.Name, Host: pinHost(rc), Fetch: gen.bridges[rc.Name], Store: imageStore{store}}
@@ -183,7 +208,7 @@ func (g *Gateway) ImageStatus(ctx context.Context, refs []string) ([]images.Stat
 	out := make([]images.Status, 0, len(parsed))
 	for i, ref := range parsed {
 		st, _ := images.Check(ctx, rts[i], ref.String(), ref.Reference, nil)
-		st.Pinned = rts[i].Store.(imageStore).c.Pinned(st.Digest)
+		st.Pinned = rts[i].Store.(imageStore).pinned(st.Digest)
 		out = append(out, st)
 	}
 	return out, nil

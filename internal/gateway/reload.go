@@ -49,9 +49,6 @@ func (g *Gateway) reload(ctx context.Context, reason string) error {
 		g.sdNotify(msg)
 	}
 	err := g.loadAndSwap(ctx)
-	if err != nil {
-		g.builder.open.retainStores(g.gen.Load().cfg) // a rejected generation's own stores close
-	}
 	now := time.Now()
 	g.metrics.reloaded(err, now)
 	g.recordReload(reason, err, now)
@@ -91,9 +88,13 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 	}
 	defer func() {
 		if err != nil {
-			gen.retire() // not swapped in: its audit logs are released
+			gen.retire() // not swapped in: its audit logs and the stores it opened are released
 		}
 	}()
+	carry, err := gen.Adopt(old) // nothing of old changes until carry
+	if err != nil {
+		return err
+	}
 	if err := g.openAccessLog(cfg); err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (g *Gateway) swap(ctx context.Context, old *generation, cfg *config.Config)
 	}
 	old.stop()
 	defer old.retire()
-	gen.Adopt(old)
+	carry()
 	gen.start(ctx, g.log)
 	g.sni.SetRoutes(gen.routes)
 	g.dns.SetHandler(gen.dnsHandler())

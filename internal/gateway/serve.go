@@ -216,7 +216,6 @@ func (g *Gateway) shutdown(ctx context.Context, srv *servers) error {
 	errs = append(errs, g.dns.Shutdown(ctx))
 	g.gen.Load().stop()
 	g.gen.Load().retire()
-	g.builder.open.retainStores(nil)
 	adminCtx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 	defer cancel()
 	errs = append(errs, g.admin.Shutdown(adminCtx))

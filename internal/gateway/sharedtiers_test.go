@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/snigate/snigate/internal/pki"
 	"github.com/snigate/snigate/internal/testnet"
 	"github.com/snigate/snigate/internal/weedtest"
-	"github.com/snigate/snigate/s3tier"
 )
 
 // TestCheckProbeSharedTier: check --probe reports each route's shared
@@ -73,35 +71,39 @@ func TestSharedTiersKeptAcrossReloads(t *testing.T) {
 	ak, sk := filepath.Join(dir, "ak"), filepath.Join(dir, "sk")
 	must(t, os.WriteFile(ak, []byte("a"), 0o600))
 	must(t, os.WriteFile(sk, []byte("s"), 0o600))
-	ts := newSharedTiers(slog.New(slog.DiscardHandler), s3tier.NewMetrics(nil))
+	b := liveBuilder()
 	sc := config.SharedCache{Endpoint: "http://127.0.0.1:1", Bucket: "snigate-cache", AccessKeyFile: ak, SecretKeyFile: sk}
 	cfgWith := func(sc *config.SharedCache) *config.Config {
-		return &config.Config{Routes: []config.Route{{Name: "r", HTTP: &config.HTTP{Cache: &config.Cache{Dir: dir, Shared: sc}}}}}
+		return &config.Config{Routes: []config.Route{{Name: "r", HTTP: &config.HTTP{Cache: &config.Cache{Dir: dir, MaxSize: 1 << 20, Shared: sc}}}}}
 	}
-	first, err := ts.take("r", &sc)
-	must(t, err)
-	again, err := ts.take("r", &sc)
-	must(t, err)
+	firstGen := storeGen(b, cfgWith(&sc))
+	adopt(t, nil, firstGen)
+	againGen := storeGen(b, cfgWith(&sc))
+	adopt(t, firstGen, againGen)
+	firstGen.retire()
+	first, again := firstGen.store("r").tier, againGen.store("r").tier
 	if again != first {
 		t.Fatal("the same keys gave a new tier")
 	}
-	ts.retain(cfgWith(&sc))
-	if len(ts.Stats()) != 1 {
-		t.Fatalf("tiers after a reload with the same keys: %d, want 1", len(ts.Stats()))
+	if len(againGen.sharedStats()) != 1 {
+		t.Fatalf("tiers after a reload with the same keys: %d, want 1", len(againGen.sharedStats()))
 	}
 	moved := sc
 	moved.Prefix = "other/"
-	other, err := ts.take("r", &moved)
-	must(t, err)
-	if other == first {
+	movedGen := storeGen(b, cfgWith(&moved))
+	adopt(t, againGen, movedGen)
+	againGen.retire()
+	if other := movedGen.store("r").tier; other == first {
 		t.Fatal("another prefix kept the old tier")
 	}
-	ts.retain(cfgWith(&moved))
-	if st := ts.Stats(); len(st) != 1 || st[0].Prefix != "other/" {
+	if st := movedGen.sharedStats(); len(st) != 1 || st[0].Prefix != "other/" {
 		t.Fatalf("tiers after the prefix changed: %+v", st)
 	}
-	ts.retain(cfgWith(nil))
-	if len(ts.Stats()) != 0 {
+	droppedGen := storeGen(b, cfgWith(nil))
+	adopt(t, movedGen, droppedGen)
+	movedGen.retire()
+	defer droppedGen.retire()
+	if len(droppedGen.sharedStats()) != 0 {
 		t.Fatal("a tier left open after the route dropped cache.shared")
 	}
 }
