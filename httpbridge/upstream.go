@@ -32,9 +32,9 @@ var errConnectTimeout = errors.New("timeouts.connect exceeded")
 // upstreamClient is the route's client to its registry: a pool of mTLS
 // connections reused across nodes, on the healthy upstreams in the pool's
 // order: keep-alive HTTP/1.1 ones, or HTTP/2 ones where the registry
-// offers it, as Config.UpstreamProtocol says (upstream_h1.go). It is an http.RoundTripper; the URL's host of each
-// request is replaced with the upstream's address, its Host header is
-// kept.
+// offers it, as Config.UpstreamProtocol says (upstream_h1.go). It is an
+// http.RoundTripper; the URL's host of each request is replaced with the
+// upstream's address, its Host header is kept.
 type upstreamClient struct {
 	cfg      *Config
 	report   dialReporter // nil: the pool takes no reports
@@ -149,7 +149,7 @@ func (u *upstreamClient) try(req *http.Request, a *upstream.Attempts, h *upstrea
 	url.Scheme, url.Host = "https", h.Addr()
 	out.URL = &url
 	p := u.current()
-	resp, err := p.transport().RoundTrip(out)
+	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
 		return nil, err
 	}
@@ -160,10 +160,12 @@ func (u *upstreamClient) try(req *http.Request, a *upstream.Attempts, h *upstrea
 
 // releaseBody ends a request at its boundary, when the node's answer is
 // done: it releases the upstream's active count and, when the request's
-// pool is retired or its upstream leaves StateReady (drain, maint),
-// closes the pool's idle connections, this request's among them (a body
-// read to its end has put its HTTP/1.1 connection back in the pool, and
-// an HTTP/2 stream is forgotten once Close returns).
+// pool is retired or its upstream left StateReady (drain, maint), closes
+// the pool's idle connections, this request's among them: a body read to
+// its end has put its HTTP/1.1 connection back in the pool, and an
+// HTTP/2 stream is forgotten once Close returns. (Those idle to other
+// upstreams close too, and are dialled again when needed: only the
+// requests in flight when the state changed get here.)
 type releaseBody struct {
 	io.ReadCloser
 	once    sync.Once
@@ -181,7 +183,7 @@ func (b *releaseBody) Close() error {
 func (b *releaseBody) boundary() {
 	b.release()
 	if b.pool.retired.Load() || b.host.State() != upstream.StateReady {
-		b.pool.closeIdle()
+		b.pool.transport.CloseIdleConnections()
 	}
 }
 

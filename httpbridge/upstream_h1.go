@@ -8,10 +8,10 @@ import (
 
 // pooled is the route's upstream connections made under one upstream
 // identity: the HTTP/1.1 pool (UpstreamHTTP1, UpstreamAuto) or the
-// HTTP/2 one (UpstreamH2), the other nil.
+// HTTP/2 one (UpstreamH2).
 type pooled struct {
-	identity string
-	h1, h2   *http.Transport
+	identity  string
+	transport *http.Transport
 	// retired: a rotation replaced the pool, or the bridge was closed;
 	// each request that ends closes the idle connections.
 	retired atomic.Bool
@@ -19,17 +19,14 @@ type pooled struct {
 
 // newPooled is the pool of the protocol Config.UpstreamProtocol names.
 // UpstreamAuto is HTTP/1.1 for every request: BenchmarkUpstreamProtocol
-// measured the registry's CPU per request 1.5-2.8x higher over HTTP/2
-// for manifests and blobs alike, and the gateway's no lower (bench/RESULTS.md,
-// "Lever 1"), so no kind of request is worth sending as HTTP/2.
+// measured the registry's CPU per request 1.5-2.8x higher over HTTP/2,
+// for manifests and blobs alike, and the gateway's no lower
+// (bench/RESULTS.md, "Lever 1"): no kind of request is worth HTTP/2.
 func (u *upstreamClient) newPooled(identity string) *pooled {
-	p := &pooled{identity: identity}
 	if u.cfg.UpstreamProtocol == UpstreamH2 {
-		p.h2 = u.newH2Transport()
-	} else {
-		p.h1 = u.newH1Transport()
+		return &pooled{identity: identity, transport: u.newH2Transport()}
 	}
-	return p
+	return &pooled{identity: identity, transport: u.newH1Transport()}
 }
 
 // newH1Transport is the HTTP/1.1 pool: ALPN http/1.1 only, keep-alive,
@@ -52,20 +49,9 @@ func (u *upstreamClient) newH1Transport() *http.Transport {
 	}
 }
 
-// transport is the pool's transport.
-func (p *pooled) transport() *http.Transport {
-	if p.h1 != nil {
-		return p.h1
-	}
-	return p.h2
-}
-
 // retire marks p replaced and closes its idle connections; its busy ones
 // close when their requests end (releaseBody).
 func (p *pooled) retire() {
 	p.retired.Store(true)
-	p.closeIdle()
+	p.transport.CloseIdleConnections()
 }
-
-// closeIdle closes the idle connections of p's transport.
-func (p *pooled) closeIdle() { p.transport().CloseIdleConnections() }
