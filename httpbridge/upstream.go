@@ -42,10 +42,11 @@ type upstreamClient struct {
 	poolMu   sync.Mutex             // one replacement at a time
 	sessions tls.ClientSessionCache // when UpstreamTLS gives none
 	follow   *redirector            // nil: redirects pass
+	dials    *dialSlots             // MaxUpstreamDials
 }
 
 func newUpstreamClient(cfg *Config) *upstreamClient {
-	u := &upstreamClient{cfg: cfg, sessions: tls.NewLRUClientSessionCache(64)}
+	u := &upstreamClient{cfg: cfg, sessions: tls.NewLRUClientSessionCache(64), dials: newDialSlots(MaxUpstreamDials)}
 	u.report, _ = cfg.Upstreams.(dialReporter)
 	u.pool.Store(u.newPooled(u.identity()))
 	if cfg.Redirects == RedirectsFollow {
@@ -215,8 +216,14 @@ func (u *upstreamClient) dialFunc(alpn []string) func(context.Context, string, s
 
 // dialTLS opens one upstream connection: TCP and the TLS handshake with
 // the route's client configuration offering alpn, within ConnectTimeout,
-// reported to the pool's passive health.
+// reported to the pool's passive health; at most MaxUpstreamDials at
+// once (a wait for a slot is not part of ConnectTimeout).
 func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string, alpn []string) (net.Conn, error) {
+	release, err := u.dials.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	attempt, cancel := context.WithTimeoutCause(ctx, u.cfg.ConnectTimeout, errConnectTimeout)
 	defer cancel()
 	c, err := u.handshake(attempt, network, addr, alpn)
