@@ -62,6 +62,9 @@ IDLE_COUNTS=${IDLE_COUNTS:-${IDLE_CONNS:-1000,5000,20000}}
 IDLE_READS=${IDLE_READS:-0.2s,2s}
 HTTP_TIME=${HTTP_TIME:-4s}     # one http-manifest or http-blobs measurement
 HTTP_STREAMS=${HTTP_STREAMS:-1,4} # connections of the http-bigblob scenarios
+# UPSTREAM_PROTOCOL=auto|http1|h2: http.upstream_protocol of snigate's http
+# routes where the binary knows the key; unset: the binary's default (auto).
+UPSTREAM_PROTOCOL=${UPSTREAM_PROTOCOL:-}
 BIG_BLOB_MIB=${BIG_BLOB_MIB:-1024} # the registry's large blob (generated, never in memory)
 LAYER_MIB=${LAYER_MIB:-200}    # the cache scenarios' layer (generated, never in memory)
 PULL_NODES=${PULL_NODES:-8}    # nodes pulling the layer at once in cache-pull
@@ -298,7 +301,7 @@ EOF
       key: $pki/client.key
       ca: $pki/ca.crt
       server_name: upstream.bench.test$kx
-    http: {}
+    http: {$http_extra}
 EOF
 }
 
@@ -310,6 +313,7 @@ declare -A http_ok=()
 # Every bench client is 127.0.0.1: the bridge route lifts the per-client
 # dial rate (dial_rate_per_client: 0) where the binary knows the key.
 bridge_extra=
+http_extra=
 write_snigate_config() {
 	local bin=$work/snigate
 	[ "$1" = snigate-base ] && bin=$work/snigate-base
@@ -317,7 +321,13 @@ write_snigate_config() {
     dial_rate_per_client: 0"
 	snigate_config "$2" "${3:-}" >"$work/$1.yaml"
 	"$bin" check -c "$work/$1.yaml" >/dev/null 2>&1 || bridge_extra=
+	http_extra=${UPSTREAM_PROTOCOL:+upstream_protocol: $UPSTREAM_PROTOCOL}
 	snigate_config "$2" "${3:-}" 1 >"$work/$1.yaml"
+	if [ -n "$http_extra" ] && ! "$bin" check -c "$work/$1.yaml" >/dev/null 2>&1; then
+		log "$1: snigate check rejects http.upstream_protocol, so its http route runs with the binary's default"
+		http_extra=
+		snigate_config "$2" "${3:-}" 1 >"$work/$1.yaml"
+	fi
 	if "$bin" check -c "$work/$1.yaml" >"$work/$1-check.log" 2>&1; then
 		http_ok[$1]=1
 		return 0
@@ -335,7 +345,7 @@ write_snigate_config snigate-x25519 "$p_snigate_x" x25519
 snigate_cache_dir=$work/cache-snigate
 snigate_config "$p_snigate_cache" "" 1 |
 	sed -e "s#^  tls: \[\"127.0.0.1:$p_snigate_cache\"\]#&\n  admin: \"127.0.0.1:$p_admin_cache\"#" \
-		-e "s#^    http: {}#    http:\n      cache: {dir: $snigate_cache_dir, max_size: 4GiB}#" >"$work/snigate-cache.yaml"
+		-e "s#^    http: {\(.*\)}#    http:\n      cache: {dir: $snigate_cache_dir, max_size: 4GiB}\n      \1#" >"$work/snigate-cache.yaml"
 if wanted snigate-cache && ! "$work/snigate" check -c "$work/snigate-cache.yaml" >"$work/snigate-cache-check.log" 2>&1; then
 	log "snigate-cache: snigate check rejects its configuration, so the cache scenarios skip it: $(tr '\n' ' ' <"$work/snigate-cache-check.log")"
 	TARGETS=${TARGETS//snigate-cache/}

@@ -26,8 +26,11 @@ const (
 	DefaultRedirects             = RedirectsFollow
 	// DefaultMaxIdleConnsPerHost is how many idle upstream connections
 	// the route keeps per upstream (HTTP/1.1; an HTTP/2 connection
-	// carries many requests at once).
-	DefaultMaxIdleConnsPerHost = 64
+	// carries many requests at once): as many as one node HTTP/2
+	// connection may have requests in flight
+	// (DefaultMaxConcurrentStreams), so that a burst of pulls finds its
+	// connections again instead of dialling.
+	DefaultMaxIdleConnsPerHost = DefaultMaxConcurrentStreams
 	// DefaultUpstreamIdleTimeout closes upstream connections idle this
 	// long.
 	DefaultUpstreamIdleTimeout = 90 * time.Second
@@ -41,6 +44,24 @@ const (
 	// MaxRedirects is how many redirects to other hosts are followed
 	// for one request.
 	MaxRedirects = 5
+)
+
+// Values of Config.UpstreamProtocol (routes[].http.upstream_protocol):
+// the protocol of the route's requests to its registry.
+const (
+	// UpstreamAuto is the protocol measured best, now UpstreamHTTP1 for
+	// every request: over HTTP/2 the registry spent 1.5-2.8x the CPU per
+	// request, manifests and blobs alike, and the gateway no less
+	// (BenchmarkUpstreamProtocol, bench/RESULTS.md "Lever 1").
+	UpstreamAuto = "auto"
+	// UpstreamHTTP1 sends every request over a pool of keep-alive
+	// HTTP/1.1 connections (ALPN http/1.1 only).
+	UpstreamHTTP1 = "http1"
+	// UpstreamH2 sends every request as HTTP/2 where the registry offers
+	// it, over keep-alive HTTP/1.1 otherwise.
+	UpstreamH2 = "h2"
+	// DefaultUpstreamProtocol is the protocol when Config leaves it "".
+	DefaultUpstreamProtocol = UpstreamAuto
 )
 
 // Values of Config.Redirects (routes[].http.redirects).
@@ -69,7 +90,8 @@ type Config struct {
 	Upstreams Upstreams
 	// UpstreamTLS returns a fresh client configuration for each upstream
 	// dial (client certificate, RootCAs, ServerName, ClientSessionCache);
-	// the bridge sets NextProtos to h2 and http/1.1, TLS 1.2 at least,
+	// the bridge sets NextProtos (h2 and http/1.1 on the HTTP/2 leg,
+	// http/1.1 alone on the HTTP/1.1 pool), TLS 1.2 at least,
 	// and ServerName to the upstream's host when "". nil: system roots,
 	// no client certificate.
 	UpstreamTLS func() *tls.Config
@@ -97,6 +119,9 @@ type Config struct {
 	// headers; a GET or HEAD that runs out of it is tried on the next
 	// upstream. 0: DefaultResponseHeaderTimeout.
 	ResponseHeaderTimeout time.Duration
+	// UpstreamProtocol is UpstreamAuto, UpstreamHTTP1 or UpstreamH2;
+	// "": DefaultUpstreamProtocol.
+	UpstreamProtocol string
 
 	// Forwarded sets X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and
 	// Forwarded from the node's address; the node's own are dropped
@@ -157,6 +182,13 @@ func withDefaults(cfg Config) (Config, oci.RepoAllowList, error) {
 	case RedirectsFollow, RedirectsPass:
 	default:
 		errs = append(errs, fmt.Errorf("redirects %q: want follow or pass", cfg.Redirects))
+	}
+	switch cfg.UpstreamProtocol {
+	case "":
+		cfg.UpstreamProtocol = DefaultUpstreamProtocol
+	case UpstreamAuto, UpstreamHTTP1, UpstreamH2:
+	default:
+		errs = append(errs, fmt.Errorf("upstream_protocol %q: want auto, http1 or h2", cfg.UpstreamProtocol))
 	}
 	if cfg.ConnectTimeout < 0 || cfg.ReadHeaderTimeout < 0 || cfg.ResponseHeaderTimeout < 0 {
 		errs = append(errs, errors.New("timeouts: want durations of 0 (the default) or more"))

@@ -75,23 +75,28 @@ func newRegistry(tb testing.TB, p *testPKI, protos ...string) (*testUpstream, *s
 }
 
 // TestPullThroughBridge pulls an image through an http route, node leg
-// and upstream leg each in HTTP/2 and HTTP/1.1, and checks the digest
-// computed from the bytes, the protocols and the forwarded headers.
+// and upstream leg each in HTTP/2 and HTTP/1.1 (upstream_protocol h2
+// against a registry that offers h2 or not; the default, auto, is
+// HTTP/1.1), and checks the digest computed from the bytes, the
+// protocols and the forwarded headers.
 func TestPullThroughBridge(t *testing.T) {
 	tests := []struct {
-		name, node, upstream string
-		upProtos             []string
+		name, node, protocol, upstream string
+		upProtos                       []string
 	}{
-		{name: "h2 node, h2 registry", node: "h2", upstream: "HTTP/2.0", upProtos: []string{"h2", "http/1.1"}},
-		{name: "h1 node, h2 registry", node: "http/1.1", upstream: "HTTP/2.0", upProtos: []string{"h2", "http/1.1"}},
-		{name: "h2 node, h1 registry", node: "h2", upstream: "HTTP/1.1", upProtos: []string{"http/1.1"}},
-		{name: "h1 node, h1 registry", node: "http/1.1", upstream: "HTTP/1.1", upProtos: []string{"http/1.1"}},
+		{name: "h2 node, h2 registry", node: "h2", protocol: UpstreamH2, upstream: "HTTP/2.0", upProtos: []string{"h2", "http/1.1"}},
+		{name: "h1 node, h2 registry", node: "http/1.1", protocol: UpstreamH2, upstream: "HTTP/2.0", upProtos: []string{"h2", "http/1.1"}},
+		{name: "h2 node, h1 registry", node: "h2", protocol: UpstreamH2, upstream: "HTTP/1.1", upProtos: []string{"http/1.1"}},
+		{name: "h1 node, h1 registry", node: "http/1.1", protocol: UpstreamH2, upstream: "HTTP/1.1", upProtos: []string{"http/1.1"}},
+		{name: "h2 node, h2 registry, default", node: "h2", upstream: "HTTP/1.1", upProtos: []string{"h2", "http/1.1"}},
+		{name: "h1 node, h2 registry, http1", node: "http/1.1", protocol: UpstreamHTTP1, upstream: "HTTP/1.1", upProtos: []string{"h2", "http/1.1"}},
+		{name: "h2 node, h1 registry, auto", node: "h2", protocol: UpstreamAuto, upstream: "HTTP/1.1", upProtos: []string{"http/1.1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newTestPKI(t)
 			up, seen, want := newRegistry(t, p, tt.upProtos...)
-			w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{Forwarded: true}})
+			w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{Forwarded: true, UpstreamProtocol: tt.protocol}})
 			node := w.node(t, tt.node)
 			got, err := memregistry.PullImage(context.Background(), name.MustParseReference(registryName+"/team/app:v1"), node.Transport)
 			if err != nil {

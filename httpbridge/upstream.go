@@ -29,11 +29,12 @@ var ErrNoUpstream = upstream.ErrNoHealthy
 // ConnectTimeout.
 var errConnectTimeout = errors.New("timeouts.connect exceeded")
 
-// upstreamClient is the route's client to its registry: one pool of mTLS
-// connections (HTTP/2 where the registry offers it, keep-alive HTTP/1.1
-// otherwise) reused across nodes, on the healthy upstreams in the pool's
-// order. It is an http.RoundTripper; the URL's host of each request is
-// replaced with the upstream's address, its Host header is kept.
+// upstreamClient is the route's client to its registry: a pool of mTLS
+// connections reused across nodes, on the healthy upstreams in the pool's
+// order: keep-alive HTTP/1.1 ones, or HTTP/2 ones where the registry
+// offers it, as Config.UpstreamProtocol says (upstream_h1.go). It is an
+// http.RoundTripper; the URL's host of each request is replaced with the
+// upstream's address, its Host header is kept.
 type upstreamClient struct {
 	cfg      *Config
 	report   dialReporter // nil: the pool takes no reports
@@ -41,18 +42,13 @@ type upstreamClient struct {
 	poolMu   sync.Mutex             // one replacement at a time
 	sessions tls.ClientSessionCache // when UpstreamTLS gives none
 	follow   *redirector            // nil: redirects pass
-}
-
-// pooled is the connection pool made under one upstream identity.
-type pooled struct {
-	identity  string
-	transport *http.Transport
+	dials    *dialSlots             // MaxUpstreamDials
 }
 
 func newUpstreamClient(cfg *Config) *upstreamClient {
-	u := &upstreamClient{cfg: cfg, sessions: tls.NewLRUClientSessionCache(64)}
+	u := &upstreamClient{cfg: cfg, sessions: tls.NewLRUClientSessionCache(64), dials: newDialSlots(MaxUpstreamDials)}
 	u.report, _ = cfg.Upstreams.(dialReporter)
-	u.pool.Store(&pooled{identity: u.identity(), transport: u.newTransport()})
+	u.pool.Store(u.newPooled(u.identity()))
 	if cfg.Redirects == RedirectsFollow {
 		u.follow = newRedirector(cfg)
 	}
@@ -67,34 +63,35 @@ func (u *upstreamClient) identity() string {
 	return u.cfg.UpstreamIdentity()
 }
 
-// transport is the pool of the identity in force: after a rotation of the
-// edge certificate or the CA bundle, a new one, and the old one's idle
-// connections are closed (its busy ones finish their requests, then idle
-// out: no request is given to them any more).
-func (u *upstreamClient) transport() *http.Transport {
+// current is the pool of the identity in force: after a rotation of the
+// edge certificate or the CA bundle, a new one, and the old one is
+// retired: its idle connections are closed at once, its busy ones when
+// their requests end (no request is given to them any more).
+func (u *upstreamClient) current() *pooled {
 	p := u.pool.Load()
 	id := u.identity()
 	if p.identity == id {
-		return p.transport
+		return p
 	}
 	u.poolMu.Lock()
 	defer u.poolMu.Unlock()
 	if p = u.pool.Load(); p.identity == id {
-		return p.transport
+		return p
 	}
-	next := &pooled{identity: id, transport: u.newTransport()}
+	next := u.newPooled(id)
 	u.pool.Store(next)
-	p.transport.CloseIdleConnections()
+	p.retire()
 	u.cfg.Log.Info("upstream identity changed: new upstream connections for the next requests",
 		"route", u.cfg.Route)
-	return next.transport
+	return next
 }
 
-// newTransport is one pool of upstream connections.
-func (u *upstreamClient) newTransport() *http.Transport {
+// newH2Transport is the pool of the HTTP/2 leg: h2 where the registry
+// offers it, keep-alive HTTP/1.1 otherwise.
+func (u *upstreamClient) newH2Transport() *http.Transport {
 	cfg := u.cfg
 	return &http.Transport{
-		DialTLSContext:        u.dialTLS,
+		DialTLSContext:        u.dialFunc(alpnH2),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConnsPerHost:   DefaultMaxIdleConnsPerHost,
 		IdleConnTimeout:       DefaultUpstreamIdleTimeout,
@@ -152,26 +149,43 @@ func (u *upstreamClient) try(req *http.Request, a *upstream.Attempts, h *upstrea
 	url := *req.URL
 	url.Scheme, url.Host = "https", h.Addr()
 	out.URL = &url
-	resp, err := u.transport().RoundTrip(out)
+	p := u.current()
+	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
 		return nil, err
 	}
 	oci.AnnotationFrom(req.Context()).SetUpstream(h.Addr())
-	resp.Body = &releaseBody{ReadCloser: resp.Body, release: a.Keep()}
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: a.Keep(), pool: p, host: h}
 	return resp, nil
 }
 
-// releaseBody releases an upstream's active count when closed.
+// releaseBody ends a request at its boundary, when the node's answer is
+// done: it releases the upstream's active count and, when the request's
+// pool is retired or its upstream left StateReady (drain, maint), closes
+// the pool's idle connections, this request's among them: a body read to
+// its end has put its HTTP/1.1 connection back in the pool, and an
+// HTTP/2 stream is forgotten once Close returns. (Those idle to other
+// upstreams close too, and are dialled again when needed: only the
+// requests in flight when the state changed get here.)
 type releaseBody struct {
 	io.ReadCloser
 	once    sync.Once
 	release func()
+	pool    *pooled
+	host    *upstream.Host
 }
 
 func (b *releaseBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(b.release)
+	b.once.Do(b.boundary)
 	return err
+}
+
+func (b *releaseBody) boundary() {
+	b.release()
+	if b.pool.retired.Load() || b.host.State() != upstream.StateReady {
+		b.pool.transport.CloseIdleConnections()
+	}
 }
 
 // redirected follows resp when it is a redirect to a foreign host and
@@ -187,13 +201,32 @@ func (u *upstreamClient) redirected(req *http.Request, resp *http.Response) (*ht
 	return u.follow.follow(req, resp)
 }
 
+// ALPN protocols offered by the two legs.
+var (
+	alpnH2 = []string{"h2", "http/1.1"}
+	alpnH1 = []string{"http/1.1"}
+)
+
+// dialFunc is a transport's DialTLSContext, offering alpn.
+func (u *upstreamClient) dialFunc(alpn []string) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return u.dialTLS(ctx, network, addr, alpn)
+	}
+}
+
 // dialTLS opens one upstream connection: TCP and the TLS handshake with
-// the route's client configuration, within ConnectTimeout, reported to
-// the pool's passive health.
-func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+// the route's client configuration offering alpn, within ConnectTimeout,
+// reported to the pool's passive health; at most MaxUpstreamDials at
+// once (a wait for a slot is not part of ConnectTimeout).
+func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string, alpn []string) (net.Conn, error) {
+	release, err := u.dials.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	attempt, cancel := context.WithTimeoutCause(ctx, u.cfg.ConnectTimeout, errConnectTimeout)
 	defer cancel()
-	c, err := u.handshake(attempt, network, addr)
+	c, err := u.handshake(attempt, network, addr, alpn)
 	if h, ok := ctx.Value(hostKey{}).(*upstream.Host); ok && u.report != nil && ctx.Err() == nil {
 		u.report.ReportDial(h, err)
 	}
@@ -203,7 +236,7 @@ func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string) (net
 	return c, err
 }
 
-func (u *upstreamClient) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
+func (u *upstreamClient) handshake(ctx context.Context, network, addr string, alpn []string) (net.Conn, error) {
 	dial := u.cfg.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
@@ -213,6 +246,7 @@ func (u *upstreamClient) handshake(ctx context.Context, network, addr string) (n
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
 	cfg := u.tlsConfig(addr)
+	cfg.NextProtos = alpn
 	tc := tls.Client(raw, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = raw.Close()
@@ -230,7 +264,6 @@ func (u *upstreamClient) tlsConfig(addr string) *tls.Config {
 	if cfg == nil {
 		cfg = &tls.Config{}
 	}
-	cfg.NextProtos = []string{"h2", "http/1.1"}
 	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
 	if cfg.ServerName == "" {
 		cfg.ServerName, _, _ = net.SplitHostPort(addr)
@@ -247,9 +280,10 @@ func (u *upstreamClient) tlsConfig(addr string) *tls.Config {
 // Host of the gateway's own requests (Probe).
 func (u *upstreamClient) serverName(addr string) string { return u.tlsConfig(addr).ServerName }
 
-// closeIdle closes the idle upstream connections.
+// closeIdle retires the pool when the bridge is closed: its idle
+// connections close now, the busy ones at their request boundary.
 func (u *upstreamClient) closeIdle() {
-	u.pool.Load().transport.CloseIdleConnections()
+	u.pool.Load().retire()
 	if u.follow != nil {
 		u.follow.transport.CloseIdleConnections()
 	}

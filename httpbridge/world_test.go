@@ -82,6 +82,13 @@ type testUpstream struct {
 // offers it).
 func startUpstream(tb testing.TB, cfg *tls.Config, h http.Handler) *testUpstream {
 	tb.Helper()
+	return startUpstreamWith(tb, cfg, h, nil)
+}
+
+// startUpstreamWith is startUpstream with configure (nil: none) called
+// on the server before it serves.
+func startUpstreamWith(tb testing.TB, cfg *tls.Config, h http.Handler, configure func(*http.Server)) *testUpstream {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -90,6 +97,9 @@ func startUpstream(tb testing.TB, cfg *tls.Config, h http.Handler) *testUpstream
 	u.srv = &http.Server{Handler: h, TLSConfig: cfg, ErrorLog: discardLog(), ReadHeaderTimeout: waitLimit}
 	if !contains(cfg.NextProtos, "h2") {
 		u.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	if configure != nil {
+		configure(u.srv)
 	}
 	go func() {
 		defer close(u.done)

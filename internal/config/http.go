@@ -20,6 +20,9 @@ type HTTP struct {
 	Repositories []string // allow-list patterns ("team/app", "team/*", "team/**"); empty: every repository
 	AuditLog     string   // "" none, "-" standard output, else an absolute file name
 	Redirects    string   // RedirectsFollow (default) or RedirectsPass
+	// UpstreamProtocol is the protocol of the requests to the registry:
+	// UpstreamAuto (default), UpstreamHTTP1 or UpstreamH2.
+	UpstreamProtocol string
 	// RedirectAllow are the addresses a followed redirect may reach
 	// although they are loopback, link-local, unspecified, multicast or
 	// the gateway's own; empty: none of those.
@@ -52,6 +55,15 @@ const (
 	RedirectsPass   = "pass"
 )
 
+// http.upstream_protocol values.
+const (
+	UpstreamAuto  = "auto"  // the measured best (httpbridge.UpstreamAuto): now HTTP/1.1
+	UpstreamHTTP1 = "http1" // a pool of keep-alive HTTP/1.1 connections
+	UpstreamH2    = "h2"    // HTTP/2 where the registry offers it
+	// DefaultUpstreamProtocol is http.upstream_protocol when absent.
+	DefaultUpstreamProtocol = UpstreamAuto
+)
+
 // DefaultForwarded is http.forwarded when absent.
 const DefaultForwarded = true
 
@@ -76,7 +88,7 @@ func (p *parser) http(route fields, mode string, hosts, sni []string) *HTTP {
 	if n == nil {
 		return nil
 	}
-	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "cache", "auth", "verify")
+	f := p.mapping(n, route.key("http"), route.keyLine("http"), "forwarded", "methods", "repositories", "audit_log", "redirects", "redirect_allow", "upstream_protocol", "cache", "auth", "verify")
 	h := &HTTP{
 		Forwarded:    p.boolAt(f, "forwarded", DefaultForwarded),
 		Methods:      p.methods(f),
@@ -86,6 +98,7 @@ func (p *parser) http(route fields, mode string, hosts, sni []string) *HTTP {
 		Auth:         p.auth(f, sni),
 		Verify:       p.verify(f, hosts),
 	}
+	h.UpstreamProtocol = p.enumAt(f, "upstream_protocol", DefaultUpstreamProtocol, upstreamProtocolValues...)
 	h.Cache = p.cache(f, hosts, h.Repositories)
 	h.RedirectAllow = p.redirectAllow(f, h.Redirects)
 	return h

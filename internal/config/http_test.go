@@ -19,26 +19,31 @@ func TestHTTPSection(t *testing.T) {
 		want *HTTP
 	}{
 		{name: "absent", want: nil},
-		{name: "defaults", http: "    http: {}\n", want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow"}},
+		{name: "defaults", http: "    http: {}\n", want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", UpstreamProtocol: "auto"}},
 		{name: "everything", http: `    http:
       forwarded: false
       methods: [get, HEAD, put, PATCH, POST]
       repositories: ["team/app", "team/*", "team/**", "library/alpine"]
       audit_log: audit.log
       redirects: pass
+      upstream_protocol: http1
       cache: {dir: cache, max_size: 50GiB, offline: true}
 `, want: &HTTP{Forwarded: false, Methods: []string{"GET", "HEAD", "PUT", "PATCH", "POST"},
 			Repositories: []string{"team/app", "team/*", "team/**", "library/alpine"},
-			AuditLog:     filepath.Join(dir, "audit.log"), Redirects: "pass",
+			AuditLog:     filepath.Join(dir, "audit.log"), Redirects: "pass", UpstreamProtocol: "http1",
 			Cache: &Cache{Dir: filepath.Join(dir, "cache"), MaxSize: 50 << 30, Offline: true}}},
+		{name: "upstream_protocol h2", http: "    http: {upstream_protocol: h2}\n",
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", UpstreamProtocol: "h2"}},
+		{name: "upstream_protocol auto", http: "    http: {upstream_protocol: auto}\n",
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", UpstreamProtocol: "auto"}},
 		{name: "redirect_allow", http: "    http: {redirect_allow: [\"10.20.0.0/16\", 127.0.0.1, \"fd00::/8\"]}\n",
-			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", RedirectAllow: []netip.Prefix{
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", UpstreamProtocol: "auto", RedirectAllow: []netip.Prefix{
 				netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("fd00::/8")}}},
 		{name: "stdout audit, default cache size", http: "    http: {audit_log: \"-\", cache: {dir: /var/cache/x}}\n",
-			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", AuditLog: "-",
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", UpstreamProtocol: "auto", AuditLog: "-",
 				Cache: &Cache{Dir: "/var/cache/x", MaxSize: DefaultCacheMaxSize}}},
 		{name: "tags and pin", http: "    http: {repositories: [\"team/**\"], cache: {dir: /var/cache/x, offline: true, tags: 24h, pin: [\"team/app:v1.2\", \"team/base@sha256:" + strings.Repeat("a", 64) + "\"]}}\n",
-			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", Repositories: []string{"team/**"},
+			want: &HTTP{Forwarded: true, Methods: []string{"GET", "HEAD"}, Redirects: "follow", UpstreamProtocol: "auto", Repositories: []string{"team/**"},
 				Cache: &Cache{Dir: "/var/cache/x", MaxSize: DefaultCacheMaxSize, Offline: true, Tags: 24 * time.Hour,
 					Pin: []string{"team/app:v1.2", "team/base@sha256:" + strings.Repeat("a", 64)}}}},
 	}
@@ -85,6 +90,15 @@ func TestHTTPSectionErrors(t *testing.T) {
 		}},
 		{name: "redirects", yaml: minimalBridge + "    http: {redirects: none}\n", want: []string{
 			`snigate.yaml:10: routes[0].http.redirects: want one of follow, pass, got "none"`,
+		}},
+		{name: "upstream_protocol unknown", yaml: minimalBridge + "    http: {upstream_protocol: http2}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.upstream_protocol: want one of auto, http1, h2, got "http2" (did you mean "http1"?)`,
+		}},
+		{name: "upstream_protocol not a scalar", yaml: minimalBridge + "    http:\n      upstream_protocol: [http1]\n", want: []string{
+			`snigate.yaml:11: routes[0].http.upstream_protocol: want one of auto, http1, h2, got a list`,
+		}},
+		{name: "upstream_protocol empty", yaml: minimalBridge + "    http: {upstream_protocol: \"\"}\n", want: []string{
+			`snigate.yaml:10: routes[0].http.upstream_protocol: want one of auto, http1, h2, got ""`,
 		}},
 		{name: "redirect_allow not a CIDR", yaml: minimalBridge + "    http: {redirect_allow: [10.20.0.0/16, storage.local]}\n", want: []string{
 			`snigate.yaml:10: routes[0].http.redirect_allow[1]: want a CIDR such as "10.0.0.0/8", got "storage.local"`,

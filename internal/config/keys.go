@@ -27,6 +27,8 @@ var (
 	proxyProtocolValues = []string{"", ProxyProtocolV1, ProxyProtocolV2}
 	redirectsValues     = []string{RedirectsFollow, RedirectsPass}
 	verifyModeValues    = []string{VerifyEnforce, VerifyAudit}
+
+	upstreamProtocolValues = []string{UpstreamAuto, UpstreamHTTP1, UpstreamH2}
 )
 
 var keys = []Key{
@@ -62,6 +64,7 @@ var keys = []Key{
 	{Path: "routes[].http.forwarded", Default: DefaultForwarded},
 	{Path: "routes[].http.methods", Default: DefaultMethods},
 	{Path: "routes[].http.redirects", Default: RedirectsFollow, Values: redirectsValues},
+	{Path: "routes[].http.upstream_protocol", Default: DefaultUpstreamProtocol, Values: upstreamProtocolValues},
 	{Path: "routes[].http.cache.max_size", Default: DefaultCacheMaxSize},
 	{Path: "routes[].http.verify.mode", Default: VerifyEnforce, Values: verifyModeValues},
 }

@@ -63,6 +63,9 @@ var counterparts = map[string]counterpart{
 	"routes[].http.redirects":       {pkg: []any{httpbridge.DefaultRedirects}, values: []string{httpbridge.RedirectsFollow, httpbridge.RedirectsPass}},
 	"routes[].http.verify.mode":     {pkg: []any{httpverify.ModeEnforce}, values: []string{httpverify.ModeEnforce, httpverify.ModeAudit}},
 	"routes[].http.cache.max_size":  {configOnly: "regcache.Config.MaxSize is required"},
+
+	"routes[].http.upstream_protocol": {pkg: []any{httpbridge.DefaultUpstreamProtocol},
+		values: []string{httpbridge.UpstreamAuto, httpbridge.UpstreamHTTP1, httpbridge.UpstreamH2}},
 }
 
 // TestConfigDefaultsMatchPackages: each default the configuration fills

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/snigate/snigate/internal/config"
 	"github.com/snigate/snigate/internal/testkit"
 	"io"
 	"log"
@@ -41,15 +42,21 @@ func startSerialRegistry(t *testing.T, w *world) string {
 // pooled connections made with the old one, or the registry would go on
 // seeing the old identity for as long as traffic keeps the connection
 // busy. The first request after "certificate reloaded" shows the new
-// serial.
+// serial, over either upstream protocol (HTTP/1.1 pool and HTTP/2).
 func TestHTTPRouteRotatedEdgeCertificateReachesTheRegistry(t *testing.T) {
+	for _, protocol := range []string{config.UpstreamHTTP1, config.UpstreamH2} {
+		t.Run(protocol, func(t *testing.T) { rotatedEdgeCertificateReachesTheRegistry(t, protocol) })
+	}
+}
+
+func rotatedEdgeCertificateReachesTheRegistry(t *testing.T, protocol string) {
 	w := newWorld(t, "")
 	up := startSerialRegistry(t, w)
 	_, err := w.ca.WriteLeaf(w.dir, "serve", "registry.test", "registry.test")
 	must(t, err)
 	newSecretDir(t, filepath.Join(w.dir, "trust"), map[string][]byte{"ca.crt": w.ca.PEM}, "ca.crt")
 	edge := newSecretDir(t, filepath.Join(w.dir, "edge"), w.clientPair(t, "edge-1"), "tls.crt", "tls.key")
-	w.writeConfig(fmt.Sprintf(identityConfig, up) + "    http: {}\n")
+	w.writeConfig(fmt.Sprintf(identityConfig, up) + "    http: {upstream_protocol: " + protocol + "}\n")
 	w.start()
 
 	node := &http.Client{Transport: &http.Transport{DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -102,6 +102,7 @@ func (b *builder) httpHandler(gen *generation, cfg *config.Config, rc *config.Ro
 		Methods:          h.Methods,
 		Repositories:     h.Repositories,
 		Redirects:        h.Redirects,
+		UpstreamProtocol: h.UpstreamProtocol,
 		RedirectRoots:    redirectRoots(rc),
 		RedirectAllow:    h.RedirectAllow,
 		Chain:            chain,
