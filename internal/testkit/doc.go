@@ -1,7 +1,7 @@
 // Package testkit is what the packages' tests share: a log sink a test
 // waits on for a line (bounded by WaitLimit or the test's own context),
-// metric readers (one value, a gathered sum, every series), a static certificate source and a
-// poll with a failure deadline. It imports nothing of snigate's, and only
+// metric readers (one value, a gathered sum, every series), a static
+// certificate source and a poll with a failure deadline. It imports nothing of snigate's, and only
 // tests import it.
 //
 // Usage:
