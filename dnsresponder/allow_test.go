@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // Clients of the allow tests: only inside is in the allow list.
@@ -47,11 +48,11 @@ func TestAllowRefusesOutsideClients(t *testing.T) {
 	up := newUpstream(t, answerA(forwardedA))
 	for _, noBatch := range []bool{false, true} {
 		m := NewMetrics(nil)
-		logs := &logRecorder{}
+		logs := testkit.NewLogSink()
 		w := newWorld(t, Config{
 			Names: testNames(t), Answer: testAnswer(), Forward: []string{up.addr},
 			Allow:   []netip.Prefix{netip.MustParsePrefix(insideIP + "/32")},
-			Metrics: m, Logger: slogFor(logs),
+			Metrics: m, Logger: logs.Logger(),
 		}, "", func(s *Server) { s.noBatch = noBatch })
 		tests := []struct {
 			name    string
@@ -100,8 +101,8 @@ func TestAllowRefusesOutsideClients(t *testing.T) {
 		if got := counterValue(t, m, "A", ResultDenied); got != 5 {
 			t.Errorf("noBatch=%v: snigate_dns_queries_total{qtype=A,result=denied} = %v, want 5", noBatch, got)
 		}
-		if n := logs.count("dns: query refused: client address not in dns.allow"); n != 1 {
-			t.Errorf("noBatch=%v: %d denied warnings for 5 queries, want 1 (rate-limited): %q", noBatch, n, logs.msgs)
+		if n := len(logs.Lines("dns: query refused: client address not in dns.allow")); n != 1 {
+			t.Errorf("noBatch=%v: %d denied warnings for 5 queries, want 1 (rate-limited): %q", noBatch, n, logs.Lines())
 		}
 	}
 }
