@@ -141,6 +141,6 @@ func TestAnswerCheckAddedLater(t *testing.T) {
 		t.Fatalf("later build: check %v, err %v; want none", b.check, err)
 	}
 	if log.count("dns.answer_check was added to the file after start") != 1 {
-		t.Errorf("not logged once: %q", log.lines)
+		t.Errorf("not logged once: %q", log.Lines())
 	}
 }
