@@ -38,6 +38,27 @@ func exchangeFrom(t testing.TB, network, from, addr string, m *dns.Msg) *dns.Msg
 	return r
 }
 
+// allowCases are queries from inside and outside dns.allow and their answers.
+var allowCases = []struct {
+	name    string
+	from    string
+	network string
+	qname   string
+	edns    bool
+	rcode   int
+	want    string // the A record's address, "" for none
+}{
+	{name: "outside/udp/forwarded", from: outsideIP, network: "udp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
+	{name: "outside/tcp/forwarded", from: outsideIP, network: "tcp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
+	{name: "outside/udp/routed", from: outsideIP, network: "udp", qname: exactName, rcode: dns.RcodeRefused},
+	{name: "outside/udp/routed/edns", from: outsideIP, network: "udp", qname: exactName, edns: true, rcode: dns.RcodeRefused},
+	{name: "outside/tcp/routed", from: outsideIP, network: "tcp", qname: wildcardName, rcode: dns.RcodeRefused},
+	{name: "inside/udp/forwarded", from: insideIP, network: "udp", qname: "elsewhere.test.", want: forwardedA},
+	{name: "inside/tcp/forwarded", from: insideIP, network: "tcp", qname: "elsewhere.test.", want: forwardedA},
+	{name: "inside/udp/routed", from: insideIP, network: "udp", qname: exactName, want: answer4},
+	{name: "inside/tcp/routed", from: insideIP, network: "tcp", qname: exactName, want: answer4},
+}
+
 // TestAllowRefusesOutsideClients is the open-resolver attack: with
 // dns.forward set, the responder recursed for any client, listen.allow
 // or not. A client outside Allow now gets REFUSED (no recursion
@@ -54,26 +75,7 @@ func TestAllowRefusesOutsideClients(t *testing.T) {
 			Allow:   []netip.Prefix{netip.MustParsePrefix(insideIP + "/32")},
 			Metrics: m, Logger: logs.Logger(),
 		}, "", func(s *Server) { s.noBatch = noBatch })
-		tests := []struct {
-			name    string
-			from    string
-			network string
-			qname   string
-			edns    bool
-			rcode   int
-			want    string // the A record's address, "" for none
-		}{
-			{name: "outside/udp/forwarded", from: outsideIP, network: "udp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
-			{name: "outside/tcp/forwarded", from: outsideIP, network: "tcp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
-			{name: "outside/udp/routed", from: outsideIP, network: "udp", qname: exactName, rcode: dns.RcodeRefused},
-			{name: "outside/udp/routed/edns", from: outsideIP, network: "udp", qname: exactName, edns: true, rcode: dns.RcodeRefused},
-			{name: "outside/tcp/routed", from: outsideIP, network: "tcp", qname: wildcardName, rcode: dns.RcodeRefused},
-			{name: "inside/udp/forwarded", from: insideIP, network: "udp", qname: "elsewhere.test.", want: forwardedA},
-			{name: "inside/tcp/forwarded", from: insideIP, network: "tcp", qname: "elsewhere.test.", want: forwardedA},
-			{name: "inside/udp/routed", from: insideIP, network: "udp", qname: exactName, want: answer4},
-			{name: "inside/tcp/routed", from: insideIP, network: "tcp", qname: exactName, want: answer4},
-		}
-		for _, tc := range tests {
+		for _, tc := range allowCases {
 			t.Run(fmt.Sprintf("noBatch=%v/%s", noBatch, tc.name), func(t *testing.T) {
 				before := up.hits.Load()
 				q := new(dns.Msg)
