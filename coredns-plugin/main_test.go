@@ -3,10 +3,9 @@ package snigate
 import (
 	"fmt"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -20,16 +19,12 @@ func removeBuildDir(int) {
 	}
 }
 
-// recordingLog is a logger that keeps its lines for tests to read.
-type recordingLog struct {
-	mu    sync.Mutex
-	lines []string
-}
+// recordingLog is the plugin's printf-style logger writing "LEVEL text"
+// lines to a test kit log sink, for tests to read.
+type recordingLog struct{ testkit.LogSink }
 
 func (l *recordingLog) add(level, format string, v ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, level+" "+fmt.Sprintf(format, v...))
+	fmt.Fprintf(&l.LogSink, "%s %s\n", level, fmt.Sprintf(format, v...))
 }
 
 func (l *recordingLog) Infof(format string, v ...any)    { l.add("INFO", format, v...) }
@@ -37,20 +32,4 @@ func (l *recordingLog) Warningf(format string, v ...any) { l.add("WARNING", form
 func (l *recordingLog) Errorf(format string, v ...any)   { l.add("ERROR", format, v...) }
 
 // count returns how many lines contain s.
-func (l *recordingLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *recordingLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
+func (l *recordingLog) count(s string) int { return len(l.Lines(s)) }

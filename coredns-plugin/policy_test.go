@@ -10,21 +10,18 @@ import (
 	"github.com/snigate/snigate/internal/config"
 )
 
-// TestBuild: the routed names are the union of the stanza's names, the
-// file's route SNI patterns and its dns.names; the stanza's answer and ttl
-// win over the file's dns.answer and dns.ttl, which fill in when absent.
-func TestBuild(t *testing.T) {
-	dir := t.TempDir()
-	withDNS := writeFile(t, dir, "dns.yaml", snigateYAML("route.example.test")+
-		"dns:\n  answer: [\"192.0.2.99\", \"2001:db8::99\"]\n  ttl: 45s\n  names: [\"*.extra.example.test\"]\n")
-	noDNS := writeFile(t, dir, "nodns.yaml", snigateYAML("route.example.test"))
-	tests := []struct {
-		name   string
-		stanza string
-		qname  string
-		qtype  uint16
-		want   string // the one answer as zone text; "" : not routed
-	}{
+// buildCase is a stanza, a question and the one answer to it.
+type buildCase struct {
+	name   string
+	stanza string
+	qname  string
+	qtype  uint16
+	want   string // the one answer as zone text; "" : not routed
+}
+
+// buildCases are stanzas with the config file withDNS (a dns section) or noDNS (none), or without one.
+func buildCases(withDNS, noDNS string) []buildCase {
+	return []buildCase{
 		{"file's answer and ttl", "config " + withDNS, "route.example.test.", dns.TypeA,
 			"route.example.test.\t45\tIN\tA\t192.0.2.99"},
 		{"file's IPv6 answer", "config " + withDNS, "route.example.test.", dns.TypeAAAA,
@@ -47,6 +44,17 @@ func TestBuild(t *testing.T) {
 		{"the wildcard matches one valid label only", "answer 192.0.2.10\nnames *.w.example.test", "-x.w.example.test.", dns.TypeA, ""},
 		{"the wildcard is not a name under itself", "answer 192.0.2.10\nnames *.w.example.test", "*.w.example.test.", dns.TypeA, ""},
 	}
+}
+
+// TestBuild: the routed names are the union of the stanza's names, the
+// file's route SNI patterns and its dns.names; the stanza's answer and ttl
+// win over the file's dns.answer and dns.ttl, which fill in when absent.
+func TestBuild(t *testing.T) {
+	dir := t.TempDir()
+	withDNS := writeFile(t, dir, "dns.yaml", snigateYAML("route.example.test")+
+		"dns:\n  answer: [\"192.0.2.99\", \"2001:db8::99\"]\n  ttl: 45s\n  names: [\"*.extra.example.test\"]\n")
+	noDNS := writeFile(t, dir, "nodns.yaml", snigateYAML("route.example.test"))
+	tests := buildCases(withDNS, noDNS)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parse(caddy.NewTestController("dns", "snigate {\n"+tc.stanza+"\n}"))
@@ -141,6 +149,6 @@ func TestAnswerCheckAddedLater(t *testing.T) {
 		t.Fatalf("later build: check %v, err %v; want none", b.check, err)
 	}
 	if log.count("dns.answer_check was added to the file after start") != 1 {
-		t.Errorf("not logged once: %q", log.lines)
+		t.Errorf("not logged once: %q", log.Lines())
 	}
 }

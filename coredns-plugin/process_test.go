@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/snigate/snigate/internal/testkit"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -20,8 +20,7 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when its output has ended
 
-	mu  sync.Mutex
-	out strings.Builder
+	out testkit.LogSink
 }
 
 // startProcess runs bin and waits until CoreDNS prints its version banner,
@@ -63,20 +62,14 @@ func (p *process) collect(r *os.File, ready chan<- struct{}) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
-		p.mu.Lock()
-		p.out.WriteString(line + "\n")
-		p.mu.Unlock()
+		p.out.Write([]byte(line + "\n"))
 		if strings.HasPrefix(line, "CoreDNS-") {
 			close(ready)
 		}
 	}
 }
 
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
+func (p *process) output() string { return p.out.String() }
 
 // stop kills the process and waits for it and for its output to end.
 func (p *process) stop() {

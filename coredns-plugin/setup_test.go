@@ -14,97 +14,99 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 )
 
+// parseCases are Corefile blocks and the settings parsed from them.
+var parseCases = []struct {
+	name   string
+	input  string
+	keys   []string // server block keys; nil: none
+	want   settings // compared on the fields set below
+	fields []string
+}{
+	{
+		name: "issue example without config",
+		input: `snigate {
+			answer 192.0.2.10 2001:db8::10
+			ttl 30
+			names registry.example.test *.mirror.example.test
+			fallthrough
+		}`,
+		keys: []string{"registry.example.test.", "example.test."},
+		want: settings{
+			origins: []string{"registry.example.test.", "example.test."},
+			answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
+			ttl:     30 * time.Second, ttlSet: true,
+			names:  []string{"registry.example.test", "*.mirror.example.test"},
+			reload: DefaultReload,
+			fall:   fall.Root,
+		},
+	},
+	{
+		name:  "zones on the directive line win over the server block",
+		input: "snigate example.test {\nanswer 192.0.2.10\nnames a.example.test\n}",
+		keys:  []string{"."},
+		want: settings{
+			origins: []string{"example.test."},
+			answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10")},
+			names:   []string{"a.example.test"}, reload: DefaultReload, fall: fall.F{},
+		},
+	},
+	{
+		name:  "no server block keys: every zone",
+		input: "snigate {\nanswer 192.0.2.10\nnames a.example.test\n}",
+		want: settings{
+			origins: []string{"."},
+			answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10")},
+			names:   []string{"a.example.test"}, reload: DefaultReload,
+		},
+	},
+	{
+		name: "repeated answer and names accumulate; mapped IPv4 is unmapped; fallthrough zones",
+		input: `snigate {
+			answer ::ffff:192.0.2.10
+			answer 2001:db8::10
+			names a.example.test
+			names b.example.test
+			reload 0
+			fallthrough in-addr.arpa example.test
+		}`,
+		want: settings{
+			origins: []string{"."},
+			answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
+			names:   []string{"a.example.test", "b.example.test"},
+			fall:    fall.F{Zones: []string{"in-addr.arpa.", "example.test."}},
+		},
+	},
+	{
+		name:  "answer_check defaults",
+		input: "snigate {\nanswer 10.0.0.5 10.0.0.6\nnames a.example.test\nanswer_check\n}",
+		want: settings{
+			origins: []string{"."}, answer: []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")},
+			names: []string{"a.example.test"}, reload: DefaultReload,
+			check: &checkSettings{port: 443, interval: 2 * time.Second, timeout: time.Second, fall: 2, rise: 2},
+		},
+	},
+	{
+		name:  "answer_check settings",
+		input: "snigate {\nanswer 10.0.0.5\nnames a.example.test\nanswer_check port 8443 interval 500ms timeout 250ms fall 3 rise 1\n}",
+		want: settings{
+			origins: []string{"."}, answer: []netip.Addr{netip.MustParseAddr("10.0.0.5")},
+			names: []string{"a.example.test"}, reload: DefaultReload,
+			check: &checkSettings{port: 8443, interval: 500 * time.Millisecond, timeout: 250 * time.Millisecond, fall: 3, rise: 1},
+		},
+	},
+	{
+		name:  "config alone: answer and names may come from the file",
+		input: "snigate {\n config /etc/snigate/snigate.yaml\n reload 250ms\n}",
+		want: settings{
+			origins:    []string{"."},
+			configPath: "/etc/snigate/snigate.yaml", configLine: 2,
+			reload: 250 * time.Millisecond,
+		},
+	},
+}
+
 func TestParse(t *testing.T) {
-	tests := []struct {
-		name   string
-		input  string
-		keys   []string // server block keys; nil: none
-		want   settings // compared on the fields set below
-		fields []string
-	}{
-		{
-			name: "issue example without config",
-			input: `snigate {
-				answer 192.0.2.10 2001:db8::10
-				ttl 30
-				names registry.example.test *.mirror.example.test
-				fallthrough
-			}`,
-			keys: []string{"registry.example.test.", "example.test."},
-			want: settings{
-				origins: []string{"registry.example.test.", "example.test."},
-				answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
-				ttl:     30 * time.Second, ttlSet: true,
-				names:  []string{"registry.example.test", "*.mirror.example.test"},
-				reload: DefaultReload,
-				fall:   fall.Root,
-			},
-		},
-		{
-			name:  "zones on the directive line win over the server block",
-			input: "snigate example.test {\nanswer 192.0.2.10\nnames a.example.test\n}",
-			keys:  []string{"."},
-			want: settings{
-				origins: []string{"example.test."},
-				answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10")},
-				names:   []string{"a.example.test"}, reload: DefaultReload, fall: fall.F{},
-			},
-		},
-		{
-			name:  "no server block keys: every zone",
-			input: "snigate {\nanswer 192.0.2.10\nnames a.example.test\n}",
-			want: settings{
-				origins: []string{"."},
-				answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10")},
-				names:   []string{"a.example.test"}, reload: DefaultReload,
-			},
-		},
-		{
-			name: "repeated answer and names accumulate; mapped IPv4 is unmapped; fallthrough zones",
-			input: `snigate {
-				answer ::ffff:192.0.2.10
-				answer 2001:db8::10
-				names a.example.test
-				names b.example.test
-				reload 0
-				fallthrough in-addr.arpa example.test
-			}`,
-			want: settings{
-				origins: []string{"."},
-				answer:  []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
-				names:   []string{"a.example.test", "b.example.test"},
-				fall:    fall.F{Zones: []string{"in-addr.arpa.", "example.test."}},
-			},
-		},
-		{
-			name:  "answer_check defaults",
-			input: "snigate {\nanswer 10.0.0.5 10.0.0.6\nnames a.example.test\nanswer_check\n}",
-			want: settings{
-				origins: []string{"."}, answer: []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")},
-				names: []string{"a.example.test"}, reload: DefaultReload,
-				check: &checkSettings{port: 443, interval: 2 * time.Second, timeout: time.Second, fall: 2, rise: 2},
-			},
-		},
-		{
-			name:  "answer_check settings",
-			input: "snigate {\nanswer 10.0.0.5\nnames a.example.test\nanswer_check port 8443 interval 500ms timeout 250ms fall 3 rise 1\n}",
-			want: settings{
-				origins: []string{"."}, answer: []netip.Addr{netip.MustParseAddr("10.0.0.5")},
-				names: []string{"a.example.test"}, reload: DefaultReload,
-				check: &checkSettings{port: 8443, interval: 500 * time.Millisecond, timeout: 250 * time.Millisecond, fall: 3, rise: 1},
-			},
-		},
-		{
-			name:  "config alone: answer and names may come from the file",
-			input: "snigate {\n config /etc/snigate/snigate.yaml\n reload 250ms\n}",
-			want: settings{
-				origins:    []string{"."},
-				configPath: "/etc/snigate/snigate.yaml", configLine: 2,
-				reload: 250 * time.Millisecond,
-			},
-		},
-	}
-	for _, tc := range tests {
+	for _, tc := range parseCases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := caddy.NewTestController("dns", tc.input)
 			c.ServerBlockKeys = tc.keys
@@ -127,62 +129,64 @@ func sameSettings(a, b settings) bool {
 		(a.check == nil) == (b.check == nil) && (a.check == nil || *a.check == *b.check)
 }
 
+// parseErrorCases are Corefile blocks parse refuses and the error each gets.
+var parseErrorCases = []struct {
+	name  string
+	input string
+	want  string // the error must contain this, line included
+}{
+	{"bad answer", "snigate {\nanswer 192.0.2.10 not-an-ip\nnames a.example.test\n}",
+		"Testfile:2 - Error during parsing: answer: want an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10, got 'not-an-ip'"},
+	{"answer with zone", "snigate {\nnames a.example.test\n\nanswer fe80::1%eth0\n}",
+		"Testfile:4 - Error during parsing: answer: want an IPv4 or IPv6 address"},
+	{"answer without arguments", "snigate {\nanswer\nnames a.example.test\n}",
+		"Testfile:2 - Error during parsing: Wrong argument count"},
+	{"ttl not a number", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 30s\n}",
+		"Testfile:4 - Error during parsing: ttl: want a number of seconds from 1 to 2147483647, such as 30, got '30s'"},
+	{"ttl zero", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 0\n}",
+		"Testfile:4 - Error during parsing: ttl: want a number of seconds from 1"},
+	{"ttl too large", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 2147483648\n}",
+		"Testfile:4 - Error during parsing: ttl: want a number of seconds"},
+	{"ttl two arguments", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 1 2\n}",
+		"Testfile:4 - Error during parsing: Wrong argument count"},
+	{"bad name", "snigate {\nanswer 192.0.2.10\nnames a.example.test a.*.example.test\n}",
+		`Testfile:3 - Error during parsing: names: "a.*.example.test": label "*" has '*'; a wildcard is allowed only as the whole first label of a route name, as in "*.example.com"`},
+	{"name the gateway would refuse", "snigate {\nanswer 192.0.2.10\nnames -a.example.test\n}",
+		`Testfile:3 - Error during parsing: names: "-a.example.test": label "-a" starts or ends with a hyphen`},
+	{"names without arguments", "snigate {\nanswer 192.0.2.10\nnames\n}",
+		"Testfile:3 - Error during parsing: Wrong argument count"},
+	{"config twice", "snigate {\nanswer 192.0.2.10\nconfig a.yaml\nconfig b.yaml\n}",
+		"Testfile:4 - Error during parsing: config: given twice"},
+	{"config without file", "snigate {\nanswer 192.0.2.10\nconfig\n}",
+		"Testfile:3 - Error during parsing: Wrong argument count"},
+	{"bad reload", "snigate {\nconfig a.yaml\nreload 5\n}",
+		"Testfile:3 - Error during parsing: reload: want a duration such as 5s (0 disables re-reading), got '5'"},
+	{"negative reload", "snigate {\nconfig a.yaml\nreload -1s\n}",
+		"Testfile:3 - Error during parsing: reload: want a duration"},
+	{"unknown property", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswers 192.0.2.11\n}",
+		"Testfile:4 - Error during parsing: unknown property 'answers': want answer, ttl, names, config, reload, answer_check or fallthrough"},
+	{"answer_check odd arguments", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check port\n}",
+		"Testfile:4 - Error during parsing: answer_check: want pairs such as `port 443 interval 2s timeout 1s fall 2 rise 2`"},
+	{"answer_check bad port", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check port 0\n}",
+		"Testfile:4 - Error during parsing: answer_check: port: want a number from 1 to 65535, got '0'"},
+	{"answer_check bad interval", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check interval 2\n}",
+		"Testfile:4 - Error during parsing: answer_check: interval: want a duration such as 2s, got '2'"},
+	{"answer_check unknown setting", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check path /v2/\n}",
+		"Testfile:4 - Error during parsing: answer_check: unknown setting 'path': want port, interval, timeout, fall or rise"},
+	{"answer_check timeout beyond interval", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check interval 1s timeout 2s\n}",
+		"Testfile:4 - Error during parsing: answer_check: timeout 2s: want at most the interval (1s)"},
+	{"answer_check twice", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check\nanswer_check\n}",
+		"Testfile:5 - Error during parsing: answer_check: given twice"},
+	{"no answer", "\nsnigate {\nnames a.example.test\n}",
+		"Testfile:2 - Error during parsing: no `answer` addresses"},
+	{"no names", "snigate {\nanswer 192.0.2.10\n}",
+		"Testfile:1 - Error during parsing: no routed names"},
+	{"twice in a server block", "snigate {\nanswer 192.0.2.10\nnames a.example.test\n}\nsnigate {\nanswer 192.0.2.10\nnames a.example.test\n}",
+		"this plugin can only be used once per Server Block"},
+}
+
 func TestParseErrors(t *testing.T) {
-	tests := []struct {
-		name  string
-		input string
-		want  string // the error must contain this, line included
-	}{
-		{"bad answer", "snigate {\nanswer 192.0.2.10 not-an-ip\nnames a.example.test\n}",
-			"Testfile:2 - Error during parsing: answer: want an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10, got 'not-an-ip'"},
-		{"answer with zone", "snigate {\nnames a.example.test\n\nanswer fe80::1%eth0\n}",
-			"Testfile:4 - Error during parsing: answer: want an IPv4 or IPv6 address"},
-		{"answer without arguments", "snigate {\nanswer\nnames a.example.test\n}",
-			"Testfile:2 - Error during parsing: Wrong argument count"},
-		{"ttl not a number", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 30s\n}",
-			"Testfile:4 - Error during parsing: ttl: want a number of seconds from 1 to 2147483647, such as 30, got '30s'"},
-		{"ttl zero", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 0\n}",
-			"Testfile:4 - Error during parsing: ttl: want a number of seconds from 1"},
-		{"ttl too large", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 2147483648\n}",
-			"Testfile:4 - Error during parsing: ttl: want a number of seconds"},
-		{"ttl two arguments", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nttl 1 2\n}",
-			"Testfile:4 - Error during parsing: Wrong argument count"},
-		{"bad name", "snigate {\nanswer 192.0.2.10\nnames a.example.test a.*.example.test\n}",
-			`Testfile:3 - Error during parsing: names: "a.*.example.test": label "*" has '*'; a wildcard is allowed only as the whole first label of a route name, as in "*.example.com"`},
-		{"name the gateway would refuse", "snigate {\nanswer 192.0.2.10\nnames -a.example.test\n}",
-			`Testfile:3 - Error during parsing: names: "-a.example.test": label "-a" starts or ends with a hyphen`},
-		{"names without arguments", "snigate {\nanswer 192.0.2.10\nnames\n}",
-			"Testfile:3 - Error during parsing: Wrong argument count"},
-		{"config twice", "snigate {\nanswer 192.0.2.10\nconfig a.yaml\nconfig b.yaml\n}",
-			"Testfile:4 - Error during parsing: config: given twice"},
-		{"config without file", "snigate {\nanswer 192.0.2.10\nconfig\n}",
-			"Testfile:3 - Error during parsing: Wrong argument count"},
-		{"bad reload", "snigate {\nconfig a.yaml\nreload 5\n}",
-			"Testfile:3 - Error during parsing: reload: want a duration such as 5s (0 disables re-reading), got '5'"},
-		{"negative reload", "snigate {\nconfig a.yaml\nreload -1s\n}",
-			"Testfile:3 - Error during parsing: reload: want a duration"},
-		{"unknown property", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswers 192.0.2.11\n}",
-			"Testfile:4 - Error during parsing: unknown property 'answers': want answer, ttl, names, config, reload, answer_check or fallthrough"},
-		{"answer_check odd arguments", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check port\n}",
-			"Testfile:4 - Error during parsing: answer_check: want pairs such as `port 443 interval 2s timeout 1s fall 2 rise 2`"},
-		{"answer_check bad port", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check port 0\n}",
-			"Testfile:4 - Error during parsing: answer_check: port: want a number from 1 to 65535, got '0'"},
-		{"answer_check bad interval", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check interval 2\n}",
-			"Testfile:4 - Error during parsing: answer_check: interval: want a duration such as 2s, got '2'"},
-		{"answer_check unknown setting", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check path /v2/\n}",
-			"Testfile:4 - Error during parsing: answer_check: unknown setting 'path': want port, interval, timeout, fall or rise"},
-		{"answer_check timeout beyond interval", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check interval 1s timeout 2s\n}",
-			"Testfile:4 - Error during parsing: answer_check: timeout 2s: want at most the interval (1s)"},
-		{"answer_check twice", "snigate {\nanswer 192.0.2.10\nnames a.example.test\nanswer_check\nanswer_check\n}",
-			"Testfile:5 - Error during parsing: answer_check: given twice"},
-		{"no answer", "\nsnigate {\nnames a.example.test\n}",
-			"Testfile:2 - Error during parsing: no `answer` addresses"},
-		{"no names", "snigate {\nanswer 192.0.2.10\n}",
-			"Testfile:1 - Error during parsing: no routed names"},
-		{"twice in a server block", "snigate {\nanswer 192.0.2.10\nnames a.example.test\n}\nsnigate {\nanswer 192.0.2.10\nnames a.example.test\n}",
-			"this plugin can only be used once per Server Block"},
-	}
-	for _, tc := range tests {
+	for _, tc := range parseErrorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(caddy.NewTestController("dns", tc.input))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

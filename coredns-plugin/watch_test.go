@@ -29,32 +29,7 @@ func TestWatcher(t *testing.T) {
 		}
 		defer h.OnShutdown()
 
-		steps := []struct {
-			name      string
-			change    func()
-			routed    []string
-			notRouted []string
-			successes float64
-			failures  float64
-		}{
-			{"initial load", func() {}, []string{"one.example.test"}, []string{"two.example.test"}, 0, 0},
-			{"atomic replace with a new route",
-				func() { replaceFile(t, path, snigateYAML("two.example.test")) },
-				[]string{"two.example.test"}, []string{"one.example.test"}, 1, 0},
-			{"broken file keeps the last good names",
-				func() { replaceFile(t, path, "listen:\n  tls: [\":8443\"]\nroutes: nope\n") },
-				[]string{"two.example.test"}, []string{"one.example.test"}, 1, 1},
-			{"in-place edit",
-				func() { writeFile(t, dir, "snigate.yaml", snigateYAML("two.example.test", "three.example.test")) },
-				[]string{"two.example.test", "three.example.test"}, nil, 2, 1},
-			{"deleted file keeps the last good names",
-				func() { os.Remove(path) },
-				[]string{"two.example.test", "three.example.test"}, nil, 2, 2},
-			{"still deleted: not counted again", func() {},
-				[]string{"two.example.test", "three.example.test"}, nil, 2, 2},
-			{"restored", func() { replaceFile(t, path, snigateYAML("four.example.test")) },
-				[]string{"four.example.test"}, []string{"two.example.test"}, 3, 2},
-		}
+		steps := watchSteps(t, dir, path)
 		for _, st := range steps {
 			st.change()
 			time.Sleep(watchInterval)
@@ -80,6 +55,41 @@ func TestWatcher(t *testing.T) {
 			t.Errorf("%d failures logged, want 2:\n%s", n, log)
 		}
 	})
+}
+
+// watchStep is a change to the watched file and what follows it: the
+// names routed and not, and the reloads counted so far.
+type watchStep struct {
+	name      string
+	change    func()
+	routed    []string
+	notRouted []string
+	successes float64
+	failures  float64
+}
+
+// watchSteps change the file at path (in dir) in every way TestWatcher
+// covers.
+func watchSteps(t *testing.T, dir, path string) []watchStep {
+	return []watchStep{
+		{"initial load", func() {}, []string{"one.example.test"}, []string{"two.example.test"}, 0, 0},
+		{"atomic replace with a new route",
+			func() { replaceFile(t, path, snigateYAML("two.example.test")) },
+			[]string{"two.example.test"}, []string{"one.example.test"}, 1, 0},
+		{"broken file keeps the last good names",
+			func() { replaceFile(t, path, "listen:\n  tls: [\":8443\"]\nroutes: nope\n") },
+			[]string{"two.example.test"}, []string{"one.example.test"}, 1, 1},
+		{"in-place edit",
+			func() { writeFile(t, dir, "snigate.yaml", snigateYAML("two.example.test", "three.example.test")) },
+			[]string{"two.example.test", "three.example.test"}, nil, 2, 1},
+		{"deleted file keeps the last good names",
+			func() { os.Remove(path) },
+			[]string{"two.example.test", "three.example.test"}, nil, 2, 2},
+		{"still deleted: not counted again", func() {},
+			[]string{"two.example.test", "three.example.test"}, nil, 2, 2},
+		{"restored", func() { replaceFile(t, path, snigateYAML("four.example.test")) },
+			[]string{"four.example.test"}, []string{"two.example.test"}, 3, 2},
+	}
 }
 
 // TestWatcherShutdown: OnShutdown stops the goroutine OnStartup started

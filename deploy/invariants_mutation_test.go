@@ -9,10 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// TestInvariantsCatchMistakes breaks the built base one way at a time and
-// expects the named invariant to notice: a check that cannot fail proves
-// nothing.
-func TestInvariantsCatchMistakes(t *testing.T) {
+// invariantMutation breaks the built base one way and names the
+// invariant that must notice.
+type invariantMutation struct {
+	name, invariant string
+	mutate          func(b *bundle)
+}
+
+// invariantMutations are the ways TestInvariantsCatchMistakes breaks the base.
+func invariantMutations(t *testing.T) []invariantMutation {
 	ds := func(b *bundle) *appsDaemonSet { return find[appsDaemonSet](b)[0] }
 	ctr := func(b *bundle) *corev1.Container { return &ds(b).Spec.Template.Spec.Containers[0] }
 	setConfig := func(b *bundle, from, to string) {
@@ -22,10 +27,7 @@ func TestInvariantsCatchMistakes(t *testing.T) {
 		}
 		cm.Data[configKey] = strings.Replace(cm.Data[configKey], from, to, 1)
 	}
-	tests := []struct {
-		name, invariant string
-		mutate          func(b *bundle)
-	}{
+	return []invariantMutation{
 		{"readiness path", "probes", func(b *bundle) { ctr(b).ReadinessProbe.HTTPGet.Path = "/ready" }},
 		{"liveness port", "probes", func(b *bundle) { ctr(b).LivenessProbe.HTTPGet.Port = intstr.FromString("tls") }},
 		{"admin moved", "probes", func(b *bundle) { setConfig(b, `admin: "0.0.0.0:9090"`, `admin: "0.0.0.0:9091"`) }},
@@ -62,6 +64,13 @@ func TestInvariantsCatchMistakes(t *testing.T) {
 		{"untagged image", "image", func(b *bundle) { ctr(b).Image = "snigate" }},
 		{"no edge selector", "placement", func(b *bundle) { delete(ds(b).Spec.Template.Spec.NodeSelector, edgeNodeLabel) }},
 	}
+}
+
+// TestInvariantsCatchMistakes breaks the built base one way at a time and
+// expects the named invariant to notice: a check that cannot fail proves
+// nothing.
+func TestInvariantsCatchMistakes(t *testing.T) {
+	tests := invariantMutations(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := buildKustomization(t, kubernetesDir+"/base")

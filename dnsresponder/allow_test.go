@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // Clients of the allow tests: only inside is in the allow list.
@@ -37,6 +38,27 @@ func exchangeFrom(t testing.TB, network, from, addr string, m *dns.Msg) *dns.Msg
 	return r
 }
 
+// allowCases are queries from inside and outside dns.allow and their answers.
+var allowCases = []struct {
+	name    string
+	from    string
+	network string
+	qname   string
+	edns    bool
+	rcode   int
+	want    string // the A record's address, "" for none
+}{
+	{name: "outside/udp/forwarded", from: outsideIP, network: "udp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
+	{name: "outside/tcp/forwarded", from: outsideIP, network: "tcp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
+	{name: "outside/udp/routed", from: outsideIP, network: "udp", qname: exactName, rcode: dns.RcodeRefused},
+	{name: "outside/udp/routed/edns", from: outsideIP, network: "udp", qname: exactName, edns: true, rcode: dns.RcodeRefused},
+	{name: "outside/tcp/routed", from: outsideIP, network: "tcp", qname: wildcardName, rcode: dns.RcodeRefused},
+	{name: "inside/udp/forwarded", from: insideIP, network: "udp", qname: "elsewhere.test.", want: forwardedA},
+	{name: "inside/tcp/forwarded", from: insideIP, network: "tcp", qname: "elsewhere.test.", want: forwardedA},
+	{name: "inside/udp/routed", from: insideIP, network: "udp", qname: exactName, want: answer4},
+	{name: "inside/tcp/routed", from: insideIP, network: "tcp", qname: exactName, want: answer4},
+}
+
 // TestAllowRefusesOutsideClients is the open-resolver attack: with
 // dns.forward set, the responder recursed for any client, listen.allow
 // or not. A client outside Allow now gets REFUSED (no recursion
@@ -47,32 +69,13 @@ func TestAllowRefusesOutsideClients(t *testing.T) {
 	up := newUpstream(t, answerA(forwardedA))
 	for _, noBatch := range []bool{false, true} {
 		m := NewMetrics(nil)
-		logs := &logRecorder{}
+		logs := testkit.NewLogSink()
 		w := newWorld(t, Config{
 			Names: testNames(t), Answer: testAnswer(), Forward: []string{up.addr},
 			Allow:   []netip.Prefix{netip.MustParsePrefix(insideIP + "/32")},
-			Metrics: m, Logger: slogFor(logs),
+			Metrics: m, Logger: logs.Logger(),
 		}, "", func(s *Server) { s.noBatch = noBatch })
-		tests := []struct {
-			name    string
-			from    string
-			network string
-			qname   string
-			edns    bool
-			rcode   int
-			want    string // the A record's address, "" for none
-		}{
-			{name: "outside/udp/forwarded", from: outsideIP, network: "udp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
-			{name: "outside/tcp/forwarded", from: outsideIP, network: "tcp", qname: "elsewhere.test.", rcode: dns.RcodeRefused},
-			{name: "outside/udp/routed", from: outsideIP, network: "udp", qname: exactName, rcode: dns.RcodeRefused},
-			{name: "outside/udp/routed/edns", from: outsideIP, network: "udp", qname: exactName, edns: true, rcode: dns.RcodeRefused},
-			{name: "outside/tcp/routed", from: outsideIP, network: "tcp", qname: wildcardName, rcode: dns.RcodeRefused},
-			{name: "inside/udp/forwarded", from: insideIP, network: "udp", qname: "elsewhere.test.", want: forwardedA},
-			{name: "inside/tcp/forwarded", from: insideIP, network: "tcp", qname: "elsewhere.test.", want: forwardedA},
-			{name: "inside/udp/routed", from: insideIP, network: "udp", qname: exactName, want: answer4},
-			{name: "inside/tcp/routed", from: insideIP, network: "tcp", qname: exactName, want: answer4},
-		}
-		for _, tc := range tests {
+		for _, tc := range allowCases {
 			t.Run(fmt.Sprintf("noBatch=%v/%s", noBatch, tc.name), func(t *testing.T) {
 				before := up.hits.Load()
 				q := new(dns.Msg)
@@ -100,8 +103,8 @@ func TestAllowRefusesOutsideClients(t *testing.T) {
 		if got := counterValue(t, m, "A", ResultDenied); got != 5 {
 			t.Errorf("noBatch=%v: snigate_dns_queries_total{qtype=A,result=denied} = %v, want 5", noBatch, got)
 		}
-		if n := logs.count("dns: query refused: client address not in dns.allow"); n != 1 {
-			t.Errorf("noBatch=%v: %d denied warnings for 5 queries, want 1 (rate-limited): %q", noBatch, n, logs.msgs)
+		if n := len(logs.Lines("dns: query refused: client address not in dns.allow")); n != 1 {
+			t.Errorf("noBatch=%v: %d denied warnings for 5 queries, want 1 (rate-limited): %q", noBatch, n, logs.Lines())
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 var (
@@ -270,29 +270,11 @@ func TestAnswerMetrics(t *testing.T) {
 
 func answerGauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != AnswerMetricName {
-			continue
-		}
-		for _, mm := range mf.GetMetric() {
-			out[labelValue(mm, "address")] = mm.GetGauge().GetValue()
-		}
+	for _, s := range testkit.AllSeries(t, reg, AnswerMetricName) {
+		out[s.Labels["address"]] = s.Value
 	}
 	return out
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // TestNewAnswerCheckRefuses: what a caller gets wrong is an error.

@@ -63,61 +63,65 @@ func tlsServing(t *testing.T, configure func(*tls.Config)) func(net.Conn) {
 	}
 }
 
+// requireClientCert makes a route that requires node identity of c.
+func requireClientCert(c *tls.Config) {
+	c.ClientAuth = tls.RequireAndVerifyClientCert
+	c.ClientCAs = nil // no client could pass; the ServerHello still comes first
+}
+
+// handshakeCases are the servers an answer check meets and what it says of each.
+var handshakeCases = []struct {
+	name    string
+	addr    func(t *testing.T) netip.AddrPort
+	wantErr string // "" passes
+}{
+	{name: "TLS 1.3 ServerHello", addr: func(t *testing.T) netip.AddrPort { return probeServer(t, tlsServing(t, nil)) }},
+	{name: "TLS 1.2 ServerHello", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, tlsServing(t, func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }))
+	}},
+	{name: "route requiring a client certificate, TLS 1.3", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, tlsServing(t, requireClientCert))
+	}},
+	{name: "route requiring a client certificate, TLS 1.2", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, tlsServing(t, func(c *tls.Config) { requireClientCert(c); c.MaxVersion = tls.VersionTLS12 }))
+	}},
+	{name: "server that requires an ALPN protocol it knows (a bridge route)", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, tlsServing(t, func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} }))
+	}},
+	{name: "server that knows the check's protocol only", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, tlsServing(t, func(c *tls.Config) { c.NextProtos = []string{CheckALPN} }))
+	}},
+	{name: "name not routed: alert", wantErr: "tls handshake for registry.example.test: remote error", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, tlsServing(t, func(c *tls.Config) {
+			c.Certificates = nil
+			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, net.ErrClosed }
+		}))
+	}},
+	{name: "accepts and closes", wantErr: "EOF", addr: func(t *testing.T) netip.AddrPort {
+		// Half-closed, then read to the end: a close with the
+		// ClientHello unread would reset the connection instead
+		// (read: connection reset by peer, under load).
+		return probeServer(t, func(c net.Conn) {
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			c.(*net.TCPConn).CloseWrite()
+			io.Copy(io.Discard, c)
+		})
+	}},
+	{name: "answers plain HTTP", wantErr: "tls handshake", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, func(c net.Conn) { c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) })
+	}},
+	{name: "nothing listening", wantErr: "connect: ", addr: func(t *testing.T) netip.AddrPort {
+		return netip.MustParseAddrPort(testnet.ClosedAddr(t))
+	}},
+	{name: "accepts and never answers", wantErr: "no ServerHello within the timeout (300ms)", addr: func(t *testing.T) netip.AddrPort {
+		return probeServer(t, func(c net.Conn) { c.SetDeadline(time.Now().Add(10 * time.Second)); io.Copy(io.Discard, c) })
+	}},
+}
+
 // TestAnswerCheckHandshake: the check passes only on a ServerHello for
 // the routed name; a route that requires node identity passes too.
 func TestAnswerCheckHandshake(t *testing.T) {
-	requireClientCert := func(c *tls.Config) {
-		c.ClientAuth = tls.RequireAndVerifyClientCert
-		c.ClientCAs = nil // no client could pass; the ServerHello still comes first
-	}
-	tests := []struct {
-		name    string
-		addr    func(t *testing.T) netip.AddrPort
-		wantErr string // "" passes
-	}{
-		{name: "TLS 1.3 ServerHello", addr: func(t *testing.T) netip.AddrPort { return probeServer(t, tlsServing(t, nil)) }},
-		{name: "TLS 1.2 ServerHello", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, tlsServing(t, func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }))
-		}},
-		{name: "route requiring a client certificate, TLS 1.3", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, tlsServing(t, requireClientCert))
-		}},
-		{name: "route requiring a client certificate, TLS 1.2", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, tlsServing(t, func(c *tls.Config) { requireClientCert(c); c.MaxVersion = tls.VersionTLS12 }))
-		}},
-		{name: "server that requires an ALPN protocol it knows (a bridge route)", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, tlsServing(t, func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} }))
-		}},
-		{name: "server that knows the check's protocol only", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, tlsServing(t, func(c *tls.Config) { c.NextProtos = []string{CheckALPN} }))
-		}},
-		{name: "name not routed: alert", wantErr: "tls handshake for registry.example.test: remote error", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, tlsServing(t, func(c *tls.Config) {
-				c.Certificates = nil
-				c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, net.ErrClosed }
-			}))
-		}},
-		{name: "accepts and closes", wantErr: "EOF", addr: func(t *testing.T) netip.AddrPort {
-			// Half-closed, then read to the end: a close with the
-			// ClientHello unread would reset the connection instead
-			// (read: connection reset by peer, under load).
-			return probeServer(t, func(c net.Conn) {
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				c.(*net.TCPConn).CloseWrite()
-				io.Copy(io.Discard, c)
-			})
-		}},
-		{name: "answers plain HTTP", wantErr: "tls handshake", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, func(c net.Conn) { c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) })
-		}},
-		{name: "nothing listening", wantErr: "connect: ", addr: func(t *testing.T) netip.AddrPort {
-			return netip.MustParseAddrPort(testnet.ClosedAddr(t))
-		}},
-		{name: "accepts and never answers", wantErr: "no ServerHello within the timeout (300ms)", addr: func(t *testing.T) netip.AddrPort {
-			return probeServer(t, func(c net.Conn) { c.SetDeadline(time.Now().Add(10 * time.Second)); io.Copy(io.Discard, c) })
-		}},
-	}
-	for _, tc := range tests {
+	for _, tc := range handshakeCases {
 		t.Run(tc.name, func(t *testing.T) {
 			ap := tc.addr(t)
 			c, err := NewAnswerCheck(AnswerCheckConfig{Answer: []netip.Addr{ap.Addr()}, Port: int(ap.Port()),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // closedPort is a UDP address nothing listens on: queries to it fail at
@@ -187,10 +188,10 @@ func TestForwarderStateLogged(t *testing.T) {
 			good(w, r)
 		}
 	})
-	logs := &logRecorder{}
+	logs := testkit.NewLogSink()
 	m := NewMetrics(prometheus.NewPedanticRegistry())
 	w := newWorld(t, Config{Forward: []string{up.addr}, ForwardTimeout: answeringTimeout,
-		Logger: slogFor(logs), Metrics: m}, "")
+		Logger: logs.Logger(), Metrics: m}, "")
 	steps := []struct {
 		down          bool
 		rcode         int
@@ -211,10 +212,10 @@ func TestForwarderStateLogged(t *testing.T) {
 		if r.Rcode != s.rcode {
 			t.Errorf("step %d: rcode %s, want %s", i, dns.RcodeToString[r.Rcode], dns.RcodeToString[s.rcode])
 		}
-		if got := logs.count("forwarder failing"); got != s.failing {
+		if got := len(logs.Lines("forwarder failing")); got != s.failing {
 			t.Errorf("step %d: %d 'failing' lines, want %d", i, got, s.failing)
 		}
-		if got := logs.count("forwarder answering again"); got != s.back {
+		if got := len(logs.Lines("forwarder answering again")); got != s.back {
 			t.Errorf("step %d: %d 'answering again' lines, want %d", i, got, s.back)
 		}
 		if got := gaugeValue(t, m, up.addr); got != s.up {
@@ -301,14 +302,14 @@ func TestMatchReply(t *testing.T) {
 // first forwarder cut short too, and no forwarder was declared failing.
 func TestBudgetCutIsNotFailing(t *testing.T) {
 	first, second := newUpstream(t, silent), newUpstream(t, silent)
-	logs := &logRecorder{}
+	logs := testkit.NewLogSink()
 	m := NewMetrics(prometheus.NewPedanticRegistry())
 	w := newWorld(t, Config{Forward: []string{first.addr, second.addr}, ForwardTimeout: time.Second,
-		ForwardBudget: 1500 * time.Millisecond, Logger: slogFor(logs), Metrics: m}, "")
+		ForwardBudget: 1500 * time.Millisecond, Logger: logs.Logger(), Metrics: m}, "")
 	if r := query(t, "udp", w.addr, "example.org.", dns.TypeA, 0); r.Rcode != dns.RcodeServerFailure {
 		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
 	}
-	if n := logs.count("forwarder failing"); n != 1 {
+	if n := len(logs.Lines("forwarder failing")); n != 1 {
 		t.Errorf("%d 'failing' lines, want 1 (the first forwarder)", n)
 	}
 	for addr, want := range map[string]float64{first.addr: 0, second.addr: 1} {

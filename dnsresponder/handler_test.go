@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // responderCase is one query through the running responder and the reply
@@ -186,17 +187,9 @@ func TestMetricNames(t *testing.T) {
 	m.query("A", ResultAnswered, time.Millisecond)
 	m.upstream("10.0.0.1:53", upstreamOK)
 	m.setUpstreamUp("10.0.0.1:53", true)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	got := map[string]bool{}
-	for _, f := range families {
-		got[f.GetName()] = true
-	}
 	for _, name := range []string{"snigate_dns_queries_total", "snigate_dns_query_duration_seconds",
 		"snigate_dns_upstream_up", "snigate_dns_upstream_requests_total"} {
-		if !got[name] {
+		if _, found := testkit.Gathered(t, reg, name, nil); !found {
 			t.Errorf("metric %s not registered", name)
 		}
 	}

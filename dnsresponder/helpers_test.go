@@ -1,7 +1,6 @@
 package dnsresponder
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -243,41 +242,6 @@ func exchange(t testing.TB, network, addr string, m *dns.Msg) *dns.Msg {
 	return r
 }
 
-// logRecorder is a slog.Handler keeping the messages logged.
-type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	var b bytes.Buffer
-	b.WriteString(r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	l.mu.Lock()
-	l.msgs = append(l.msgs, b.String())
-	l.mu.Unlock()
-	return nil
-}
-
-// count returns how many messages contain s.
-func (l *logRecorder) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, m := range l.msgs {
-		if strings.Contains(m, s) {
-			n++
-		}
-	}
-	return n
-}
-
 func netipZero() netip.Addr { return netip.Addr{} }
 
 // counterValue reads snigate_dns_queries_total{qtype,result}.
@@ -291,8 +255,6 @@ func histogramCount(t testing.TB, m *Metrics, result string) uint64 {
 	t.Helper()
 	return uint64(testkit.Value(t, m.duration.WithLabelValues(result).(prometheus.Metric)))
 }
-
-func slogFor(h slog.Handler) *slog.Logger { return slog.New(h) }
 
 // gaugeValue reads snigate_dns_upstream_up{upstream}.
 func gaugeValue(t testing.TB, m *Metrics, addr string) float64 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // busyHandler holds every query until release is closed, telling started
@@ -43,8 +44,8 @@ func closedSignal(s *Server) chan struct{} {
 // the limit are answered; a freed slot is used again.
 func TestTCPConnectionLimit(t *testing.T) {
 	m := NewMetrics(nil)
-	logs := &logRecorder{}
-	cfg := Config{Names: testNames(t), Answer: testAnswer(), Metrics: m, Logger: slogFor(logs)}
+	logs := testkit.NewLogSink()
+	cfg := Config{Names: testNames(t), Answer: testAnswer(), Metrics: m, Logger: logs.Logger()}
 	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -71,8 +72,8 @@ func TestTCPConnectionLimit(t *testing.T) {
 	if got := testutil.ToFloat64(m.tcpRefusedConns); got != 1 {
 		t.Errorf("snigate_dns_tcp_connections_refused_total = %v, want 1", got)
 	}
-	if logs.count("dns: TCP connection refused: 2 open") != 1 || logs.count("result=tcp_refused") != 1 {
-		t.Errorf("want one log line for the refused connection, got %q", logs.msgs)
+	if len(logs.Lines("dns: TCP connection refused: 2 open")) != 1 || len(logs.Lines("result=tcp_refused")) != 1 {
+		t.Errorf("want one log line for the refused connection, got %q", logs.Lines())
 	}
 	releaseOnce()
 	for _, c := range held {
@@ -129,9 +130,9 @@ func TestIdleTCPConnectionsDoNotLockOutOthers(t *testing.T) {
 // answered, and a connection the client closes frees its place.
 func TestTCPPerClientLimit(t *testing.T) {
 	m := NewMetrics(nil)
-	logs := &logRecorder{}
+	logs := testkit.NewLogSink()
 	var closed chan struct{}
-	w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), Metrics: m, Logger: slogFor(logs)}, "",
+	w := newWorld(t, Config{Names: testNames(t), Answer: testAnswer(), Metrics: m, Logger: logs.Logger()}, "",
 		func(s *Server) { closed = closedSignal(s) })
 	var held []net.Conn
 	for range DefaultMaxTCPConnsPerClient {
@@ -148,8 +149,8 @@ func TestTCPPerClientLimit(t *testing.T) {
 	if got, want := testutil.ToFloat64(m.tcpRefusedConns), float64(attempts-DefaultMaxTCPConnsPerClient); got != want {
 		t.Errorf("snigate_dns_tcp_connections_refused_total = %v, want %v", got, want)
 	}
-	if n := logs.count("dns: TCP connection refused: 16 open from this client"); n != 1 {
-		t.Errorf("%d per-client refusal lines, want 1 (rate-limited): %q", n, logs.msgs)
+	if n := len(logs.Lines("dns: TCP connection refused: 16 open from this client")); n != 1 {
+		t.Errorf("%d per-client refusal lines, want 1 (rate-limited): %q", n, logs.Lines())
 	}
 	askOn(t, dialFrom(t, insideIP, w.addr))
 	held[0].Close()

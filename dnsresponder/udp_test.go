@@ -81,22 +81,7 @@ func TestOverloadDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(h, discardLogger())
-	s.udpReaders, s.maxInFlight = 1, 1 // one reader: the queries are handled in order
-	pc, ln := listenPair(t, "127.0.0.1")
-	ln.Close()
-	started := make(chan net.Addr, 1)
-	s.NotifyStartedFunc = func(a net.Addr) { started <- a }
-	var wg sync.WaitGroup
-	wg.Go(func() { s.ServeUDP(pc) })
-	defer func() {
-		unblock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-		wg.Wait()
-	}()
-	<-started
+	pc := serveOneSlot(t, h, unblock)
 
 	c, err := net.Dial("udp", pc.LocalAddr().String())
 	if err != nil {
@@ -104,25 +89,8 @@ func TestOverloadDrops(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	send := func(id uint16, name string) {
-		t.Helper()
-		q := new(dns.Msg)
-		q.SetQuestion(name, dns.TypeA)
-		q.Id = id
-		b, _ := q.Pack()
-		if _, err := c.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	recv := func() uint16 {
-		t.Helper()
-		buf := make([]byte, 512)
-		n, err := c.Read(buf)
-		if err != nil || n < headerLen {
-			t.Fatalf("read reply: %v", err)
-		}
-		return uint16(buf[0])<<8 | uint16(buf[1])
-	}
+	send := func(id uint16, name string) { t.Helper(); sendA(t, c, id, name) }
+	recv := func() uint16 { t.Helper(); return recvID(t, c) }
 	send(1, "one.example.org.")
 	<-in // the only slot is taken
 	send(2, "two.example.org.")
@@ -137,6 +105,52 @@ func TestOverloadDrops(t *testing.T) {
 	if id := recv(); id != 1 {
 		t.Errorf("reply has ID %d, want 1 (the forwarded query)", id)
 	}
+}
+
+// serveOneSlot serves h on UDP with one reader and one query in flight,
+// until the test ends: then it calls unblock and shuts the server down.
+func serveOneSlot(t *testing.T, h *Handler, unblock func()) net.PacketConn {
+	t.Helper()
+	s := NewServer(h, discardLogger())
+	s.udpReaders, s.maxInFlight = 1, 1 // one reader: the queries are handled in order
+	pc, ln := listenPair(t, "127.0.0.1")
+	ln.Close()
+	started := make(chan net.Addr, 1)
+	s.NotifyStartedFunc = func(a net.Addr) { started <- a }
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ServeUDP(pc) })
+	t.Cleanup(func() {
+		unblock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+		wg.Wait()
+	})
+	<-started
+	return pc
+}
+
+// sendA sends an A query for name with id on c.
+func sendA(t *testing.T, c net.Conn, id uint16, name string) {
+	t.Helper()
+	q := new(dns.Msg)
+	q.SetQuestion(name, dns.TypeA)
+	q.Id = id
+	b, _ := q.Pack()
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recvID reads a reply on c and returns its ID.
+func recvID(t *testing.T, c net.Conn) uint16 {
+	t.Helper()
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil || n < headerLen {
+		t.Fatalf("read reply: %v", err)
+	}
+	return uint16(buf[0])<<8 | uint16(buf[1])
 }
 
 // TestBatchMixed: a burst of queries, read in batches, mixing the fast

@@ -75,6 +75,29 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// linkCase is a request to the cache link, the store and registry behind it, and the answer.
+type linkCase struct {
+	name, method, path string
+	held, offline      bool
+	head               int   // the registry's status to HEAD
+	upErr              error // the upstream fails
+	wantStatus         int
+	wantBody, wantWord string
+	wantNext           bool
+}
+
+// linkCases ask for the blob of digest d.
+func linkCases(d string) []linkCase {
+	return []linkCase{
+		{name: "hit, a range", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, head: 200, wantStatus: 206, wantBody: "laye", wantWord: "hit"},
+		{name: "miss with a range: the registry answers it, the store fills", method: "GET", path: "/v2/team/app/blobs/" + d, head: 200, wantStatus: 200, wantBody: "next", wantWord: "miss", wantNext: true},
+		{name: "registry refuses", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, head: 401, wantStatus: 200, wantBody: "next", wantWord: "miss", wantNext: true},
+		{name: "no upstream", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, upErr: oci.ErrNoUpstream, wantStatus: 503, wantBody: `"code":"UNAVAILABLE"`, wantWord: "miss"},
+		{name: "offline", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, offline: true, upErr: oci.ErrNoUpstream, wantStatus: 206, wantBody: "laye", wantWord: "offline"},
+		{name: "not cacheable", method: "PUT", path: "/v2/team/app/blobs/" + d, held: true, head: 200, wantStatus: 200, wantBody: "next", wantNext: true},
+	}
+}
+
 // TestLinkWithHTTPTestAlone: the cache link, given a next handler, an
 // upstream RoundTripper and a Store of this package's terms, answers
 // from the store after the registry's HEAD, fills on a miss, hands
@@ -85,47 +108,14 @@ func TestLinkWithHTTPTestAlone(t *testing.T) {
 	content := []byte("layer bytes")
 	sum := sha256.Sum256(content)
 	d := "sha256:" + hex.EncodeToString(sum[:])
-	tests := []struct {
-		name, method, path string
-		held, offline      bool
-		head               int   // the registry's status to HEAD
-		upErr              error // the upstream fails
-		wantStatus         int
-		wantBody, wantWord string
-		wantNext           bool
-	}{
-		{name: "hit, a range", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, head: 200, wantStatus: 206, wantBody: "laye", wantWord: "hit"},
-		{name: "miss with a range: the registry answers it, the store fills", method: "GET", path: "/v2/team/app/blobs/" + d, head: 200, wantStatus: 200, wantBody: "next", wantWord: "miss", wantNext: true},
-		{name: "registry refuses", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, head: 401, wantStatus: 200, wantBody: "next", wantWord: "miss", wantNext: true},
-		{name: "no upstream", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, upErr: oci.ErrNoUpstream, wantStatus: 503, wantBody: `"code":"UNAVAILABLE"`, wantWord: "miss"},
-		{name: "offline", method: "GET", path: "/v2/team/app/blobs/" + d, held: true, offline: true, upErr: oci.ErrNoUpstream, wantStatus: 206, wantBody: "laye", wantWord: "offline"},
-		{name: "not cacheable", method: "PUT", path: "/v2/team/app/blobs/" + d, held: true, head: 200, wantStatus: 200, wantBody: "next", wantNext: true},
-	}
+	tests := linkCases(d)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &memStore{content: map[string][]byte{}}
 			if tt.held {
 				store.content[d] = content
 			}
-			reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get("Authorization") != "Bearer t" || r.Header.Get("Range") != "" || r.Header.Get("Te") != "" {
-					t.Errorf("the cache's %s carried %v", r.Method, r.Header)
-				}
-				if r.Method == http.MethodHead {
-					w.WriteHeader(tt.head)
-					return
-				}
-				_, _ = w.Write(content)
-			}))
-			defer reg.Close()
-			upstream := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				if tt.upErr != nil {
-					return nil, fmt.Errorf("route registry: %w", tt.upErr)
-				}
-				out := r.Clone(r.Context())
-				out.URL.Scheme, out.URL.Host = "http", reg.Listener.Addr().String()
-				return http.DefaultTransport.RoundTrip(out)
-			})
+			upstream := linkUpstream(t, content, tt.head, tt.upErr)
 			nextCalled := false
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				nextCalled = true
@@ -156,4 +146,29 @@ func TestLinkWithHTTPTestAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// linkUpstream is the cache link's upstream: a registry answering HEAD
+// with head and GET with content, checking the headers the link sends,
+// or upErr for every request when not nil.
+func linkUpstream(t *testing.T, content []byte, head int, upErr error) roundTripFunc {
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t" || r.Header.Get("Range") != "" || r.Header.Get("Te") != "" {
+			t.Errorf("the cache's %s carried %v", r.Method, r.Header)
+		}
+		if r.Method == http.MethodHead {
+			w.WriteHeader(head)
+			return
+		}
+		_, _ = w.Write(content)
+	}))
+	t.Cleanup(reg.Close)
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if upErr != nil {
+			return nil, fmt.Errorf("route registry: %w", upErr)
+		}
+		out := r.Clone(r.Context())
+		out.URL.Scheme, out.URL.Host = "http", reg.Listener.Addr().String()
+		return http.DefaultTransport.RoundTrip(out)
+	})
 }

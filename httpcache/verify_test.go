@@ -117,21 +117,7 @@ func pullSignalling(c *http.Client, path, rng string, n int, started, reached ch
 // check, so nodes got complete 200s of the wrong bytes ("served to
 // nobody", said the log).
 func TestFillHoldsLastBytesUntilDigestMatches(t *testing.T) {
-	const size, pause = 256 << 10, 64 << 10
-	nodes := []struct {
-		proto, rng string
-		from, to   int // the bytes of the content the node must get
-	}{
-		{proto: "h2", from: 0, to: size},
-		{proto: "http/1.1", from: 0, to: size},
-		{proto: "h2", from: 0, to: size},
-		{proto: "http/1.1", from: 0, to: size},
-		{proto: "http/1.1", rng: "bytes=100000-", from: 100000, to: size},
-		{proto: "h2", rng: "bytes=-150000", from: size - 150000, to: size},
-		{proto: "h2", rng: fmt.Sprintf("bytes=0-%d", size-1), from: 0, to: size},
-		{proto: "http/1.1", rng: "bytes=1000-50999", from: 1000, to: 51000},
-	}
-	const wholeNodes = 4 // nodes[:4] ask the whole content
+	const size, pause = heldSize, 64 << 10
 	tests := []struct {
 		name  string
 		algo  string
@@ -153,42 +139,8 @@ func TestFillHoldsLastBytesUntilDigestMatches(t *testing.T) {
 				b.body = randomBytes(t, len(content))
 			}
 			w.up.set(func(f *fakeRegistry) { f.reg = b })
-			started, reached := make(chan struct{}, len(nodes)), make(chan struct{}, len(nodes))
-			got := make([]pulled, len(nodes))
-			var wg sync.WaitGroup
-			pull := func(i int) {
-				n, c := nodes[i], w.node(t, nodes[i].proto)
-				wg.Go(func() {
-					got[i] = pullSignalling(c, b.path, n.rng, max(0, n.to-n.from-HeldTail), started, reached)
-				})
-			}
-			// The whole-content nodes first: a range of a digest neither
-			// stored nor filling goes to the registry (coldrange.go); the
-			// ranges join the fill they started.
-			for i := range wholeNodes {
-				pull(i)
-			}
-			awaitN(t, started, wholeNodes, "response headers")
-			for i := wholeNodes; i < len(nodes); i++ {
-				pull(i)
-			}
-			awaitN(t, started, len(nodes)-wholeNodes, "response headers")
-			close(b.last)
-			awaitN(t, reached, len(nodes), "all but the held bytes")
-			close(b.end)
-			wg.Wait()
-			for i, n := range nodes {
-				g := got[i]
-				want := content[n.from:n.to]
-				switch {
-				case tt.wrong && g.err == nil && g.length >= 0 && int64(len(g.body)) >= g.length:
-					t.Errorf("node %d (%s %q): a complete %d of %d bytes from upstream bytes that do not match %s", i, n.proto, n.rng, g.status, len(g.body), d)
-				case tt.wrong && len(g.body) >= len(want):
-					t.Errorf("node %d (%s %q): got all %d bytes (err %v) of bytes that do not match the digest", i, n.proto, n.rng, len(g.body), g.err)
-				case !tt.wrong && (g.err != nil || !bytes.Equal(g.body, want)):
-					t.Errorf("node %d (%s %q): status %d, %d bytes, err %v; want bytes %d-%d of the content", i, n.proto, n.rng, g.status, len(g.body), g.err, n.from, n.to-1)
-				}
-			}
+			got := pullHeld(t, w, b, heldNodes)
+			checkHeld(t, tt.wrong, content, d, got)
 			if n := w.up.count(http.MethodGet, b.path); n != 1 {
 				t.Errorf("registry saw %d GETs, want 1 (one fill for every node)", n)
 			}
@@ -196,6 +148,82 @@ func TestFillHoldsLastBytesUntilDigestMatches(t *testing.T) {
 				t.Errorf("the store holds %d entries, want %d", s.Entries, want)
 			}
 		})
+	}
+}
+
+// heldSize is the blob of TestFillHoldsLastBytesUntilDigestMatches.
+const heldSize = 256 << 10
+
+// heldNode is a node reading the held fill: its protocol, its Range and
+// the bytes of the content it must get.
+type heldNode struct {
+	proto, rng string
+	from, to   int
+}
+
+// heldWholeNodes: heldNodes[:heldWholeNodes] ask the whole content.
+const heldWholeNodes = 4
+
+// heldNodes are the nodes reading the held fill.
+var heldNodes = []heldNode{
+	{proto: "h2", from: 0, to: heldSize},
+	{proto: "http/1.1", from: 0, to: heldSize},
+	{proto: "h2", from: 0, to: heldSize},
+	{proto: "http/1.1", from: 0, to: heldSize},
+	{proto: "http/1.1", rng: "bytes=100000-", from: 100000, to: heldSize},
+	{proto: "h2", rng: "bytes=-150000", from: heldSize - 150000, to: heldSize},
+	{proto: "h2", rng: fmt.Sprintf("bytes=0-%d", heldSize-1), from: 0, to: heldSize},
+	{proto: "http/1.1", rng: "bytes=1000-50999", from: 1000, to: 51000},
+}
+
+// pullHeld has every node pull b while its upstream holds the last bytes:
+// the whole-content nodes first, then the ranges; it lets the last bytes
+// go once every node got all but the held ones, and returns what each
+// node got.
+func pullHeld(t *testing.T, w *world, b *pausedBlob, nodes []heldNode) []pulled {
+	t.Helper()
+	started, reached := make(chan struct{}, len(nodes)), make(chan struct{}, len(nodes))
+	got := make([]pulled, len(nodes))
+	var wg sync.WaitGroup
+	pull := func(i int) {
+		n, c := nodes[i], w.node(t, nodes[i].proto)
+		wg.Go(func() {
+			got[i] = pullSignalling(c, b.path, n.rng, max(0, n.to-n.from-HeldTail), started, reached)
+		})
+	}
+	// The whole-content nodes first: a range of a digest neither
+	// stored nor filling goes to the registry (coldrange.go); the
+	// ranges join the fill they started.
+	for i := range heldWholeNodes {
+		pull(i)
+	}
+	awaitN(t, started, heldWholeNodes, "response headers")
+	for i := heldWholeNodes; i < len(nodes); i++ {
+		pull(i)
+	}
+	awaitN(t, started, len(nodes)-heldWholeNodes, "response headers")
+	close(b.last)
+	awaitN(t, reached, len(nodes), "all but the held bytes")
+	close(b.end)
+	wg.Wait()
+	return got
+}
+
+// checkHeld: with wrong upstream bytes no node got a complete response;
+// with the right ones every node got its bytes of content, whole.
+func checkHeld(t *testing.T, wrong bool, content []byte, d string, got []pulled) {
+	t.Helper()
+	for i, n := range heldNodes {
+		g := got[i]
+		want := content[n.from:n.to]
+		switch {
+		case wrong && g.err == nil && g.length >= 0 && int64(len(g.body)) >= g.length:
+			t.Errorf("node %d (%s %q): a complete %d of %d bytes from upstream bytes that do not match %s", i, n.proto, n.rng, g.status, len(g.body), d)
+		case wrong && len(g.body) >= len(want):
+			t.Errorf("node %d (%s %q): got all %d bytes (err %v) of bytes that do not match the digest", i, n.proto, n.rng, len(g.body), g.err)
+		case !wrong && (g.err != nil || !bytes.Equal(g.body, want)):
+			t.Errorf("node %d (%s %q): status %d, %d bytes, err %v; want bytes %d-%d of the content", i, n.proto, n.rng, g.status, len(g.body), g.err, n.from, n.to-1)
+		}
 	}
 }
 

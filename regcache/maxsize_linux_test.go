@@ -124,6 +124,16 @@ func fillsWithinMaxSize(t *testing.T, known int, unknown bool) {
 	}
 	wg.Wait()
 	check("filled")
+	wantWholeFromOneFetch(t, readers, sources)
+	if st := c.Stats(); st.Bytes > maxSize || st.Entries > maxSize/knownSize {
+		t.Errorf("Stats %+v: more stored than max_size holds", st)
+	}
+}
+
+// wantWholeFromOneFetch: readers[2i] and readers[2i+1] got the whole blob
+// of sources[i], which its upstream sent once.
+func wantWholeFromOneFetch(t *testing.T, readers []reader, sources []limitSource) {
+	t.Helper()
 	for i, r := range readers {
 		if want := sources[i/2].u.b.data; r.err != nil || !bytes.Equal(r.data, want) {
 			t.Errorf("reader %d: %d bytes, err %v; want the blob's %d bytes", i, len(r.data), r.err, len(want))
@@ -133,8 +143,5 @@ func fillsWithinMaxSize(t *testing.T, known int, unknown bool) {
 		if n := s.u.fetches.Load(); n != 1 {
 			t.Errorf("upstream %d fetched %d times, want 1", i, n)
 		}
-	}
-	if st := c.Stats(); st.Bytes > maxSize || st.Entries > maxSize/knownSize {
-		t.Errorf("Stats %+v: more stored than max_size holds", st)
 	}
 }

@@ -144,18 +144,7 @@ func TestBridgeBareHellosDialNoUpstream(t *testing.T) {
 	<-up.protos
 	hello := captureHello(t, p.nodeConfig("h2", "http/1.1"))
 	const bare = 200 // enough to show the cost; 500 outran the failure deadline under -race on a loaded 2-core box
-	var stalled []net.Conn
-	for i := range bare {
-		c := w.dial(t)
-		if _, err := c.Write(hello); err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 0 {
-			c.Close() // sent, then closed
-			continue
-		}
-		stalled = append(stalled, c) // sent, then silent
-	}
+	stalled := sendBareHellos(t, w, hello, bare)
 	for _, c := range stalled {
 		// The gateway answers with its ServerHello: it is past the point
 		// where it used to dial, waiting for the client's Finished.
@@ -194,6 +183,25 @@ func TestBridgeBareHellosDialNoUpstream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendBareHellos sends hello on n connections: half are closed at once,
+// the other half, returned, stay silent after it.
+func sendBareHellos(t *testing.T, w *world, hello []byte, n int) []net.Conn {
+	t.Helper()
+	var stalled []net.Conn
+	for i := range n {
+		c := w.dial(t)
+		if _, err := c.Write(hello); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			c.Close() // sent, then closed
+			continue
+		}
+		stalled = append(stalled, c) // sent, then silent
+	}
+	return stalled
 }
 
 // An upstream that chooses another protocol than the one remembered (its

@@ -27,13 +27,7 @@ func TestBridgeMintFloodIsRateLimited(t *testing.T) {
 	if err := certs.InitCA(certs.InitCAConfig{Dir: dir, Names: []string{registryName}}); err != nil {
 		t.Fatal(err)
 	}
-	minter, err := certs.NewMinter(certs.MinterConfig{
-		CACertFile: filepath.Join(dir, certs.CACertFileName), CAKeyFile: filepath.Join(dir, certs.CAKeyFileName),
-		Route: "registry", Names: []string{"*." + registryName}, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	minter := newRegistryMinter(t, dir)
 	up := newCountingUpstream(t, p.upstreamConfig("h2"))
 	r := p.route(t, up.addr)
 	r.SNI, r.Serve, r.UpstreamTLS.ServerName = []string{"*." + registryName}, minter, registryName
@@ -48,20 +42,7 @@ func TestBridgeMintFloodIsRateLimited(t *testing.T) {
 
 	const flood = 1000
 	start := time.Now()
-	minted, refused := 0, 0
-	for i := range flood {
-		c := w.dial(t)
-		c.Write(captureHello(t, node(fmt.Sprintf("n%d.%s", i, registryName))))
-		switch typ, payload := firstRecord(t, c); {
-		case typ == recordTypeHandshake:
-			minted++
-		case typ == recordTypeAlert && payload[1] == alertInternalError:
-			refused++
-		default:
-			t.Fatalf("hello %d: record type %d % x", i, typ, payload)
-		}
-		c.Close()
-	}
+	minted, refused := floodNewNames(t, w, node, flood)
 	budget := certs.DefaultMintBurst + int(certs.DefaultMintRate*time.Since(start).Seconds()) + 1
 	if minted > budget || minted < certs.DefaultMintBurst {
 		t.Errorf("flood of %d new names from one client: %d minted, want %d to %d (burst, then the rate)", flood, minted, certs.DefaultMintBurst, budget)
@@ -81,6 +62,39 @@ func TestBridgeMintFloodIsRateLimited(t *testing.T) {
 	if _, err := ping(t, w, node("n0."+registryName)); err != nil {
 		t.Errorf("the flooding client, for a name already minted: %v", err)
 	}
+}
+
+// newRegistryMinter mints names under *.registryName with the CA in dir.
+func newRegistryMinter(t *testing.T, dir string) *certs.Minter {
+	t.Helper()
+	minter, err := certs.NewMinter(certs.MinterConfig{
+		CACertFile: filepath.Join(dir, certs.CACertFileName), CAKeyFile: filepath.Join(dir, certs.CAKeyFileName),
+		Route: "registry", Names: []string{"*." + registryName}, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return minter
+}
+
+// floodNewNames sends n hellos, each for a new name, and counts the
+// answers: a handshake (minted) or an internal_error alert (refused).
+func floodNewNames(t *testing.T, w *world, node func(string) *tls.Config, n int) (minted, refused int) {
+	t.Helper()
+	for i := range n {
+		c := w.dial(t)
+		c.Write(captureHello(t, node(fmt.Sprintf("n%d.%s", i, registryName))))
+		switch typ, payload := firstRecord(t, c); {
+		case typ == recordTypeHandshake:
+			minted++
+		case typ == recordTypeAlert && payload[1] == alertInternalError:
+			refused++
+		default:
+			t.Fatalf("hello %d: record type %d % x", i, typ, payload)
+		}
+		c.Close()
+	}
+	return minted, refused
 }
 
 func caPool(tb testing.TB, dir string) *x509.CertPool {

@@ -78,25 +78,19 @@ type bufConn struct {
 
 func (c *bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-func TestConnectAnswers(t *testing.T) {
-	p := newBridgePKI(t)
-	up := newTLSUpstream(t, p.upstreamConfig())
-	down := p.route(t, up.addr)
-	down.Name, down.SNI = "down", []string{"down.example.com"}
-	down.Pool = newPool(t, "down", up.addr)
-	down.Pool.(*upstream.Pool).SetState(up.addr, upstream.StateMaint)
-	wild := spliceRoute(t, "wild", []string{"*.mirror.example.com"}, sinkUpstream(t).addr)
-	def := spliceRoute(t, "fallback", nil, sinkUpstream(t).addr)
-	w := newWorld(t, Config{WarnInterval: time.Nanosecond}, "fallback", p.route(t, up.addr), down, wild, def)
-	addr := w.serveConnect(t)
-	tests := []struct {
-		name   string
-		req    string
-		status int
-		body   string // in the response body
-		header string // "Name: value" in the response
-		result string
-	}{
+// connectCase is a request to the CONNECT listener and its answer.
+type connectCase struct {
+	name   string
+	req    string
+	status int
+	body   string // in the response body
+	header string // "Name: value" in the response
+	result string
+}
+
+// connectCases are the requests TestConnectAnswers sends, routed and refused.
+func connectCases(t testing.TB) []connectCase {
+	return []connectCase{
 		{name: "routed name", req: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost: registry.example.com:443\r\n\r\n", status: 200, result: "ok"},
 		{name: "HTTP/1.0, mixed case, trailing dot", req: "CONNECT Registry.Example.COM.:443 HTTP/1.0\r\n\r\n", status: 200, result: "ok"},
 		{name: "bare LF line ends", req: "CONNECT registry.example.com:443 HTTP/1.1\nUser-Agent: x\n\n", status: 200, result: "ok"},
@@ -123,6 +117,20 @@ func TestConnectAnswers(t *testing.T) {
 			body: "use an http:// proxy URL", result: "bad_request"},
 		{name: "no healthy upstream", req: "CONNECT down.example.com:443 HTTP/1.1\r\n\r\n", status: 502, body: "no healthy upstream", result: "no_upstream"},
 	}
+}
+
+func TestConnectAnswers(t *testing.T) {
+	p := newBridgePKI(t)
+	up := newTLSUpstream(t, p.upstreamConfig())
+	down := p.route(t, up.addr)
+	down.Name, down.SNI = "down", []string{"down.example.com"}
+	down.Pool = newPool(t, "down", up.addr)
+	down.Pool.(*upstream.Pool).SetState(up.addr, upstream.StateMaint)
+	wild := spliceRoute(t, "wild", []string{"*.mirror.example.com"}, sinkUpstream(t).addr)
+	def := spliceRoute(t, "fallback", nil, sinkUpstream(t).addr)
+	w := newWorld(t, Config{WarnInterval: time.Nanosecond}, "fallback", p.route(t, up.addr), down, wild, def)
+	addr := w.serveConnect(t)
+	tests := connectCases(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, br, resp := connectTo(t, addr, tt.req)

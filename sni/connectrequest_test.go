@@ -14,54 +14,56 @@ import (
 	"github.com/snigate/snigate/names"
 )
 
+// connectRequestCases are request heads and what readConnectRequest makes of them.
+var connectRequestCases = []struct {
+	name   string
+	in     string
+	host   string
+	port   int
+	ip     bool
+	method string
+	status int    // of a *requestError; 0: none
+	err    string // in the error
+	rest   string // bytes after the head
+}{
+	{name: "curl", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost: registry.example.com:443\r\nUser-Agent: curl/8.14.1\r\nProxy-Connection: Keep-Alive\r\n\r\n",
+		host: "registry.example.com", port: 443, method: "CONNECT"},
+	{name: "Go http.Transport", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost: registry.example.com:443\r\nUser-Agent: Go-http-client/1.1\r\n\r\n",
+		host: "registry.example.com", port: 443, method: "CONNECT"},
+	{name: "HTTP/1.0, bytes after the head", in: "CONNECT A.Example.COM.:8443 HTTP/1.0\r\n\r\n\x16\x03\x01",
+		host: "a.example.com", port: 8443, method: "CONNECT", rest: "\x16\x03\x01"},
+	{name: "IPv4", in: "CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n", host: "10.0.0.1", port: 443, ip: true, method: "CONNECT"},
+	{name: "IPv6", in: "CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n", host: "2001:db8::1", port: 443, ip: true, method: "CONNECT"},
+	{name: "other method", in: "GET / HTTP/1.1\r\nHost: x\r\n\r\n", method: "GET"},
+	{name: "IPv6 zone", in: "CONNECT [fe80::1%eth0]:443 HTTP/1.1\r\n\r\n", status: 400, err: "zone"},
+	{name: "absolute URI", in: "CONNECT https://registry.example.com:443/ HTTP/1.1\r\n\r\n", status: 400, err: "not an authority"},
+	{name: "userinfo", in: "CONNECT user@registry.example.com:443 HTTP/1.1\r\n\r\n", status: 400, err: "not an authority"},
+	{name: "port 0", in: "CONNECT registry.example.com:0 HTTP/1.1\r\n\r\n", status: 400, err: "out of range"},
+	{name: "port 65536", in: "CONNECT registry.example.com:65536 HTTP/1.1\r\n\r\n", status: 400, err: "out of range"},
+	{name: "signed port", in: "CONNECT registry.example.com:+443 HTTP/1.1\r\n\r\n", status: 400, err: "not a number"},
+	{name: "empty host", in: "CONNECT :443 HTTP/1.1\r\n\r\n", status: 400, err: "empty host"},
+	{name: "host with a space escape", in: "CONNECT a%20b:443 HTTP/1.1\r\n\r\n", status: 400, err: "not a DNS name"},
+	{name: "lower-case method is another method", in: "connect registry.example.com:443 HTTP/1.1\r\n\r\n", method: "connect"},
+	{name: "tab in request line", in: "CONNECT\tregistry.example.com:443 HTTP/1.1\r\n\r\n", status: 400, err: "malformed request line"},
+	{name: "HTTP/0.9 style", in: "CONNECT registry.example.com:443\r\n\r\n", status: 400, err: "malformed request line"},
+	{name: "header without colon", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost registry\r\n\r\n", status: 400, err: "malformed header line"},
+	{name: "space before colon", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost : x\r\n\r\n", status: 400, err: "malformed header line"},
+	{name: "NUL in a value", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nX: a\x00b\r\n\r\n", status: 400, err: "control bytes"},
+	{name: "bare CR in a value", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nX: a\r\r\n\r\n", status: 400, err: "control bytes"},
+	{name: "two Host headers", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400, err: "Host header"},
+	{name: "chunked", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400, err: "has no body"},
+	{name: "Content-Length 0 is fine", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+		host: "registry.example.com", port: 443, method: "CONNECT"},
+	{name: "too many headers", in: "CONNECT registry.example.com:443 HTTP/1.1\r\n" + strings.Repeat("X: y\r\n", 101) + "\r\n", status: 400, err: "header fields"},
+	{name: "head too large", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nX: " + strings.Repeat("y", MaxConnectRequestBytes), status: 400, err: "larger than"},
+	{name: "TLS instead of HTTP", in: "\x16\x03\x01\x02\x00", status: 400, err: "TLS ClientHello"},
+	{name: "PROXY header", in: "PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n", err: "PROXY protocol header"},
+	{name: "truncated", in: "CONNECT registry.example.com:443 HTTP/1.1\r\n", err: "incomplete after 43 bytes"},
+	{name: "nothing", in: "", err: "no request received"},
+}
+
 func TestReadConnectRequest(t *testing.T) {
-	tests := []struct {
-		name   string
-		in     string
-		host   string
-		port   int
-		ip     bool
-		method string
-		status int    // of a *requestError; 0: none
-		err    string // in the error
-		rest   string // bytes after the head
-	}{
-		{name: "curl", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost: registry.example.com:443\r\nUser-Agent: curl/8.14.1\r\nProxy-Connection: Keep-Alive\r\n\r\n",
-			host: "registry.example.com", port: 443, method: "CONNECT"},
-		{name: "Go http.Transport", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost: registry.example.com:443\r\nUser-Agent: Go-http-client/1.1\r\n\r\n",
-			host: "registry.example.com", port: 443, method: "CONNECT"},
-		{name: "HTTP/1.0, bytes after the head", in: "CONNECT A.Example.COM.:8443 HTTP/1.0\r\n\r\n\x16\x03\x01",
-			host: "a.example.com", port: 8443, method: "CONNECT", rest: "\x16\x03\x01"},
-		{name: "IPv4", in: "CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n", host: "10.0.0.1", port: 443, ip: true, method: "CONNECT"},
-		{name: "IPv6", in: "CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n", host: "2001:db8::1", port: 443, ip: true, method: "CONNECT"},
-		{name: "other method", in: "GET / HTTP/1.1\r\nHost: x\r\n\r\n", method: "GET"},
-		{name: "IPv6 zone", in: "CONNECT [fe80::1%eth0]:443 HTTP/1.1\r\n\r\n", status: 400, err: "zone"},
-		{name: "absolute URI", in: "CONNECT https://registry.example.com:443/ HTTP/1.1\r\n\r\n", status: 400, err: "not an authority"},
-		{name: "userinfo", in: "CONNECT user@registry.example.com:443 HTTP/1.1\r\n\r\n", status: 400, err: "not an authority"},
-		{name: "port 0", in: "CONNECT registry.example.com:0 HTTP/1.1\r\n\r\n", status: 400, err: "out of range"},
-		{name: "port 65536", in: "CONNECT registry.example.com:65536 HTTP/1.1\r\n\r\n", status: 400, err: "out of range"},
-		{name: "signed port", in: "CONNECT registry.example.com:+443 HTTP/1.1\r\n\r\n", status: 400, err: "not a number"},
-		{name: "empty host", in: "CONNECT :443 HTTP/1.1\r\n\r\n", status: 400, err: "empty host"},
-		{name: "host with a space escape", in: "CONNECT a%20b:443 HTTP/1.1\r\n\r\n", status: 400, err: "not a DNS name"},
-		{name: "lower-case method is another method", in: "connect registry.example.com:443 HTTP/1.1\r\n\r\n", method: "connect"},
-		{name: "tab in request line", in: "CONNECT\tregistry.example.com:443 HTTP/1.1\r\n\r\n", status: 400, err: "malformed request line"},
-		{name: "HTTP/0.9 style", in: "CONNECT registry.example.com:443\r\n\r\n", status: 400, err: "malformed request line"},
-		{name: "header without colon", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost registry\r\n\r\n", status: 400, err: "malformed header line"},
-		{name: "space before colon", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost : x\r\n\r\n", status: 400, err: "malformed header line"},
-		{name: "NUL in a value", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nX: a\x00b\r\n\r\n", status: 400, err: "control bytes"},
-		{name: "bare CR in a value", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nX: a\r\r\n\r\n", status: 400, err: "control bytes"},
-		{name: "two Host headers", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400, err: "Host header"},
-		{name: "chunked", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400, err: "has no body"},
-		{name: "Content-Length 0 is fine", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
-			host: "registry.example.com", port: 443, method: "CONNECT"},
-		{name: "too many headers", in: "CONNECT registry.example.com:443 HTTP/1.1\r\n" + strings.Repeat("X: y\r\n", 101) + "\r\n", status: 400, err: "header fields"},
-		{name: "head too large", in: "CONNECT registry.example.com:443 HTTP/1.1\r\nX: " + strings.Repeat("y", MaxConnectRequestBytes), status: 400, err: "larger than"},
-		{name: "TLS instead of HTTP", in: "\x16\x03\x01\x02\x00", status: 400, err: "TLS ClientHello"},
-		{name: "PROXY header", in: "PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n", err: "PROXY protocol header"},
-		{name: "truncated", in: "CONNECT registry.example.com:443 HTTP/1.1\r\n", err: "incomplete after 43 bytes"},
-		{name: "nothing", in: "", err: "no request received"},
-	}
-	for _, tt := range tests {
+	for _, tt := range connectRequestCases {
 		t.Run(tt.name, func(t *testing.T) {
 			// One byte per read: the reader must not depend on segmentation.
 			req, raw, n, err := readConnectRequest(iotest.OneByteReader(strings.NewReader(tt.in)), nil)

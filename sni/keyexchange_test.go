@@ -23,6 +23,43 @@ func helloUpstream(t *testing.T, cfg *tls.Config) (*tlsUpstream, <-chan []tls.Cu
 	return newTLSUpstream(t, cfg), offered
 }
 
+// The key exchanges of the cases.
+const kxHybrid, kxX25519, kxP256 = tls.X25519MLKEM768, tls.X25519, tls.CurveP256
+
+// keyExchangeCases are the node's, the route's and the template's key exchanges and what each leg takes.
+var keyExchangeCases = []struct {
+	name        string
+	nodeCurves  []tls.CurveID
+	serveCurves []tls.CurveID // the route's ServeKeyExchanges
+	upCurves    []tls.CurveID
+	wantNode    tls.CurveID
+	wantUp      [2]tls.CurveID   // full, then resumed
+	wantOffers  [2][]tls.CurveID // what the upstream leg offered; nil: not checked
+}{
+	{name: "defaults: X25519 on the node leg, the hybrid on the full upstream handshake only",
+		wantNode: kxX25519, wantUp: [2]tls.CurveID{kxHybrid, kxX25519}, wantOffers: [2][]tls.CurveID{nil, resumeKeyExchanges}},
+	{name: "node offers only the hybrid: the hybrid, no retry", nodeCurves: []tls.CurveID{kxHybrid},
+		wantNode: kxHybrid, wantUp: [2]tls.CurveID{kxHybrid, kxX25519}},
+	{name: "node offers the hybrid and P-256: one share, the hybrid's", nodeCurves: []tls.CurveID{kxHybrid, kxP256},
+		wantNode: kxHybrid, wantUp: [2]tls.CurveID{kxHybrid, kxX25519}},
+	{name: "node offers X25519 only", nodeCurves: []tls.CurveID{kxX25519},
+		wantNode: kxX25519, wantUp: [2]tls.CurveID{kxHybrid, kxX25519}},
+	{name: "node offers P-256 only", nodeCurves: []tls.CurveID{kxP256},
+		wantNode: kxP256, wantUp: [2]tls.CurveID{kxHybrid, kxX25519}},
+	{name: "template X25519 only", upCurves: []tls.CurveID{kxX25519},
+		wantNode: kxX25519, wantUp: [2]tls.CurveID{kxX25519, kxX25519}, wantOffers: [2][]tls.CurveID{{kxX25519}, {kxX25519}}},
+	{name: "template P-256 only, kept on resumption", upCurves: []tls.CurveID{kxP256},
+		wantNode: kxX25519, wantUp: [2]tls.CurveID{kxP256, kxP256}, wantOffers: [2][]tls.CurveID{{kxP256}, {kxP256}}},
+	{name: "template lists the hybrid, kept on resumption", upCurves: []tls.CurveID{kxHybrid, kxX25519},
+		wantNode: kxX25519, wantUp: [2]tls.CurveID{kxHybrid, kxHybrid}, wantOffers: [2][]tls.CurveID{{kxHybrid, kxX25519}, {kxHybrid, kxX25519}}},
+	{name: "serve X25519 only: the node's hybrid offer is passed over, no retry", serveCurves: []tls.CurveID{kxX25519},
+		wantNode: kxX25519, wantUp: [2]tls.CurveID{kxHybrid, kxX25519}},
+	{name: "serve lists the hybrid: taken, as crypto/tls does", serveCurves: []tls.CurveID{kxHybrid, kxX25519},
+		wantNode: kxHybrid, wantUp: [2]tls.CurveID{kxHybrid, kxX25519}},
+	{name: "X25519 on both legs", serveCurves: []tls.CurveID{kxX25519}, upCurves: []tls.CurveID{kxX25519},
+		wantNode: kxX25519, wantUp: [2]tls.CurveID{kxX25519, kxX25519}, wantOffers: [2][]tls.CurveID{{kxX25519}, {kxX25519}}},
+}
+
 // TestBridgeKeyExchange checks the key exchange of each leg. The node's
 // leg takes X25519 when the node sent an X25519 share (Go's default client
 // sends one beside the hybrid's) and the post-quantum hybrid when that is
@@ -34,40 +71,7 @@ func helloUpstream(t *testing.T, cfg *tls.Config) (*tlsUpstream, <-chan []tls.Cu
 // paid ML-KEM on every resumption too.
 func TestBridgeKeyExchange(t *testing.T) {
 	p := newBridgePKI(t)
-	const pq, x, p256 = tls.X25519MLKEM768, tls.X25519, tls.CurveP256
-	tests := []struct {
-		name        string
-		nodeCurves  []tls.CurveID
-		serveCurves []tls.CurveID // the route's ServeKeyExchanges
-		upCurves    []tls.CurveID
-		wantNode    tls.CurveID
-		wantUp      [2]tls.CurveID   // full, then resumed
-		wantOffers  [2][]tls.CurveID // what the upstream leg offered; nil: not checked
-	}{
-		{name: "defaults: X25519 on the node leg, the hybrid on the full upstream handshake only",
-			wantNode: x, wantUp: [2]tls.CurveID{pq, x}, wantOffers: [2][]tls.CurveID{nil, resumeKeyExchanges}},
-		{name: "node offers only the hybrid: the hybrid, no retry", nodeCurves: []tls.CurveID{pq},
-			wantNode: pq, wantUp: [2]tls.CurveID{pq, x}},
-		{name: "node offers the hybrid and P-256: one share, the hybrid's", nodeCurves: []tls.CurveID{pq, p256},
-			wantNode: pq, wantUp: [2]tls.CurveID{pq, x}},
-		{name: "node offers X25519 only", nodeCurves: []tls.CurveID{x},
-			wantNode: x, wantUp: [2]tls.CurveID{pq, x}},
-		{name: "node offers P-256 only", nodeCurves: []tls.CurveID{p256},
-			wantNode: p256, wantUp: [2]tls.CurveID{pq, x}},
-		{name: "template X25519 only", upCurves: []tls.CurveID{x},
-			wantNode: x, wantUp: [2]tls.CurveID{x, x}, wantOffers: [2][]tls.CurveID{{x}, {x}}},
-		{name: "template P-256 only, kept on resumption", upCurves: []tls.CurveID{p256},
-			wantNode: x, wantUp: [2]tls.CurveID{p256, p256}, wantOffers: [2][]tls.CurveID{{p256}, {p256}}},
-		{name: "template lists the hybrid, kept on resumption", upCurves: []tls.CurveID{pq, x},
-			wantNode: x, wantUp: [2]tls.CurveID{pq, pq}, wantOffers: [2][]tls.CurveID{{pq, x}, {pq, x}}},
-		{name: "serve X25519 only: the node's hybrid offer is passed over, no retry", serveCurves: []tls.CurveID{x},
-			wantNode: x, wantUp: [2]tls.CurveID{pq, x}},
-		{name: "serve lists the hybrid: taken, as crypto/tls does", serveCurves: []tls.CurveID{pq, x},
-			wantNode: pq, wantUp: [2]tls.CurveID{pq, x}},
-		{name: "X25519 on both legs", serveCurves: []tls.CurveID{x}, upCurves: []tls.CurveID{x},
-			wantNode: x, wantUp: [2]tls.CurveID{x, x}, wantOffers: [2][]tls.CurveID{{x}, {x}}},
-	}
-	for _, tt := range tests {
+	for _, tt := range keyExchangeCases {
 		t.Run(tt.name, func(t *testing.T) {
 			up, offered := helloUpstream(t, p.upstreamConfig("h2"))
 			r := p.route(t, up.addr)

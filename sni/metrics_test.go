@@ -8,32 +8,21 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/snigate/snigate/internal/testkit"
 )
 
-// seriesOf returns name -> label sets (as "k=v,k=v") gathered from reg.
+// seriesOf returns name -> label sets (as "k=v,k=v,") gathered from reg.
 func seriesOf(tb testing.TB, reg prometheus.Gatherer) map[string][]string {
 	tb.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	out := map[string][]string{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			out[mf.GetName()] = append(out[mf.GetName()], labelString(m))
+	for _, s := range testkit.AllSeries(tb, reg) {
+		labels := s.LabelString()
+		if labels != "" {
+			labels += ","
 		}
+		out[s.Name] = append(out[s.Name], labels)
 	}
 	return out
-}
-
-func labelString(m *dto.Metric) string {
-	s := ""
-	for _, l := range m.GetLabel() {
-		s += l.GetName() + "=" + l.GetValue() + ","
-	}
-	return s
 }
 
 func gaugeValue(tb testing.TB, g *prometheus.GaugeVec, labels ...string) float64 {

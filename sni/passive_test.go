@@ -31,30 +31,9 @@ func TestBlackHoleDoesNotEatTheRetry(t *testing.T) {
 	p := newBridgePKI(t)
 	good := newTLSUpstream(t, p.upstreamConfig())
 	var speaks atomic.Bool
-	hole := newTCPUpstream(t, func(c *net.TCPConn) {
-		if !speaks.Load() {
-			io.Copy(io.Discard, c) // accepts, reads, never answers
-			return
-		}
-		tc := tls.Server(c, p.upstreamConfig())
-		if tc.Handshake() == nil {
-			io.Copy(tc, tc)
-		}
-	})
-	upTLS := &tls.Config{RootCAs: p.upstreamCA.pool, Certificates: []tls.Certificate{p.edgeCert}}
-	pool, err := upstream.New(upstream.Config{
-		Route: "registry", Addrs: []string{hole.addr, good.addr},
-		Check: upstream.Check{Kind: upstream.CheckTCP, Fall: fall, Rise: rise, Timeout: 300 * time.Millisecond},
-		TLSConfigFunc: func() *tls.Config {
-			c := upTLS.Clone()
-			c.ServerName = registryName
-			return c
-		},
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hole := newBlackHole(t, p, &speaks)
+	pool := tcpCheckedPool(t, p, upstream.Check{Kind: upstream.CheckTCP, Fall: fall, Rise: rise, Timeout: 300 * time.Millisecond},
+		hole.addr, good.addr)
 	r := p.route(t, good.addr) // its pool replaced by one whose first upstream is the black hole
 	r.Pool = pool
 	w := newWorld(t, Config{ConnectTimeout: time.Second}, "", r)
@@ -67,15 +46,7 @@ func TestBlackHoleDoesNotEatTheRetry(t *testing.T) {
 	if got := w.counter(t, w.m.dialFailures, "registry", hole.addr); got != fall {
 		t.Errorf("dial failures of the black hole = %v, want %d (then it is no candidate)", got, fall)
 	}
-	status := func() upstream.Status {
-		for _, st := range pool.Status() {
-			if st.Upstream == hole.addr {
-				return st
-			}
-		}
-		t.Fatalf("no status for %s", hole.addr)
-		return upstream.Status{}
-	}
+	status := func() upstream.Status { return hostStatus(t, pool, hole.addr) }
 	if st := status(); st.Healthy {
 		t.Fatalf("the black hole is still up after %d failed connections", fall)
 	}
@@ -99,6 +70,52 @@ func TestBlackHoleDoesNotEatTheRetry(t *testing.T) {
 		}
 	}
 	w.logs.wait(t, "msg=connection", "upstream="+hole.addr, "result=ok")
+}
+
+// newBlackHole is an upstream that accepts TCP and never answers, until
+// speaks is set: then it is a TLS echo upstream.
+func newBlackHole(t *testing.T, p *bridgePKI, speaks *atomic.Bool) *tcpUpstream {
+	return newTCPUpstream(t, func(c *net.TCPConn) {
+		if !speaks.Load() {
+			io.Copy(io.Discard, c) // accepts, reads, never answers
+			return
+		}
+		tc := tls.Server(c, p.upstreamConfig())
+		if tc.Handshake() == nil {
+			io.Copy(tc, tc)
+		}
+	})
+}
+
+// tcpCheckedPool is the registry route's pool of addrs with check, its
+// connections made with the edge certificate.
+func tcpCheckedPool(t *testing.T, p *bridgePKI, check upstream.Check, addrs ...string) *upstream.Pool {
+	upTLS := &tls.Config{RootCAs: p.upstreamCA.pool, Certificates: []tls.Certificate{p.edgeCert}}
+	pool, err := upstream.New(upstream.Config{
+		Route: "registry", Addrs: addrs, Check: check,
+		TLSConfigFunc: func() *tls.Config {
+			c := upTLS.Clone()
+			c.ServerName = registryName
+			return c
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+// hostStatus is pool's status of addr.
+func hostStatus(t *testing.T, pool *upstream.Pool, addr string) upstream.Status {
+	t.Helper()
+	for _, st := range pool.Status() {
+		if st.Upstream == addr {
+			return st
+		}
+	}
+	t.Fatalf("no status for %s", addr)
+	return upstream.Status{}
 }
 
 // TestClientCausedFailuresDoNotCount: failures that the client's own

@@ -73,16 +73,31 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 		f.Close()
 		return nil, fail("connect", net.ErrClosed)
 	}
+	if werr := c.awaitConnect(&sa, deadline); werr != nil {
+		f.Close()
+		if errno, ok := werr.(syscall.Errno); ok {
+			return nil, fail("connect", errno)
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: werr}
+	}
+	return c, nil
+}
+
+// awaitConnect waits until c's non-blocking connect to sa ends or
+// deadline (zero: none) passes, and returns its error: the connection's
+// own, os.ErrDeadlineExceeded, or net.ErrClosed when c was closed under
+// the wait.
+func (c *sockConn) awaitConnect(sa *rawnet.Sockaddr, deadline time.Time) error {
 	if !deadline.IsZero() {
-		f.SetWriteDeadline(deadline)
+		c.f.SetWriteDeadline(deadline)
 	}
 	// Each RawConn call forgets readiness seen before it, so the callback
 	// asks the kernel first: connect(2) again answers EISCONN once
 	// connected, EALREADY while in progress (wait for writability), or
 	// the connection's error.
 	var soErr error
-	werr := rc.Write(func(fd uintptr) bool {
-		switch err := rawnet.Connect(int(fd), &sa); err {
+	werr := c.rc.Write(func(fd uintptr) bool {
+		switch err := rawnet.Connect(int(fd), sa); err {
 		case unix.EISCONN:
 		case unix.EALREADY, unix.EINPROGRESS, unix.EINTR:
 			return false
@@ -93,7 +108,7 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 		return true
 	})
 	if !deadline.IsZero() {
-		f.SetWriteDeadline(time.Time{})
+		c.f.SetWriteDeadline(time.Time{})
 	}
 	switch {
 	case werr == nil:
@@ -103,14 +118,7 @@ func rawDial(ap netip.AddrPort, deadline time.Time, onSocket func(net.Conn) bool
 		// session aborted). os.File's RawConn says "use of closed file".
 		werr = net.ErrClosed
 	}
-	if werr != nil {
-		f.Close()
-		if errno, ok := werr.(syscall.Errno); ok {
-			return nil, fail("connect", errno)
-		}
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: werr}
-	}
-	return c, nil
+	return werr
 }
 
 func (c *sockConn) Read(b []byte) (int, error)         { return c.f.Read(b) }

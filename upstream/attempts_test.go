@@ -48,48 +48,52 @@ func (r *reports) ReportDial(h *Host, err error) {
 	*r = append(*r, fmt.Sprintf("%s %v", h.Addr(), err))
 }
 
+// attemptStep is one call of Attempts.Next and what it gives.
+type attemptStep struct {
+	at        time.Duration // when Next is called, since t0
+	wantAddr  string        // "": Next returns false
+	wantUntil time.Duration // since t0
+}
+
+// attemptsCases are candidates, a budget and the walk's steps over them.
+var attemptsCases = []struct {
+	name   string
+	addrs  []string
+	budget time.Duration
+	steps  []attemptStep
+}{
+	{name: "even shares of the time left", addrs: []string{"a:1", "b:1", "c:1"}, budget: 3 * time.Second, steps: []attemptStep{
+		{at: 0, wantAddr: "a:1", wantUntil: time.Second},
+		{at: time.Second, wantAddr: "b:1", wantUntil: 2 * time.Second},
+		{at: 1500 * time.Millisecond, wantAddr: "c:1", wantUntil: 3 * time.Second},
+		{at: 1600 * time.Millisecond},
+	}},
+	{name: "a black hole uses its share, the next gets the rest", addrs: []string{"a:1", "b:1"}, budget: 5 * time.Second, steps: []attemptStep{
+		{at: 0, wantAddr: "a:1", wantUntil: 2500 * time.Millisecond},
+		{at: 2500 * time.Millisecond, wantAddr: "b:1", wantUntil: 5 * time.Second},
+	}},
+	{name: "no time left: no next candidate", addrs: []string{"a:1", "b:1"}, budget: time.Second, steps: []attemptStep{
+		{at: 0, wantAddr: "a:1", wantUntil: 500 * time.Millisecond},
+		{at: time.Second},
+	}},
+	{name: "the first is tried even when late", addrs: []string{"a:1"}, budget: time.Second, steps: []attemptStep{
+		{at: 2 * time.Second, wantAddr: "a:1", wantUntil: time.Second},
+		{at: 2 * time.Second},
+	}},
+	{name: "no budget: every candidate, no deadline", addrs: []string{"a:1", "b:1"}, steps: []attemptStep{
+		{at: 0, wantAddr: "a:1"},
+		{at: time.Hour, wantAddr: "b:1"},
+		{at: time.Hour},
+	}},
+	{name: "no candidates", steps: []attemptStep{{at: 0}}},
+}
+
 // TestAttemptsOrderAndShares: the walk gives the candidates in order,
 // each with its share of the time left when its attempt starts, and ends
 // when the candidates or the time run out (the first is always tried).
 func TestAttemptsOrderAndShares(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	type step struct {
-		at        time.Duration // when Next is called, since t0
-		wantAddr  string        // "": Next returns false
-		wantUntil time.Duration // since t0
-	}
-	tests := []struct {
-		name   string
-		addrs  []string
-		budget time.Duration
-		steps  []step
-	}{
-		{name: "even shares of the time left", addrs: []string{"a:1", "b:1", "c:1"}, budget: 3 * time.Second, steps: []step{
-			{at: 0, wantAddr: "a:1", wantUntil: time.Second},
-			{at: time.Second, wantAddr: "b:1", wantUntil: 2 * time.Second},
-			{at: 1500 * time.Millisecond, wantAddr: "c:1", wantUntil: 3 * time.Second},
-			{at: 1600 * time.Millisecond},
-		}},
-		{name: "a black hole uses its share, the next gets the rest", addrs: []string{"a:1", "b:1"}, budget: 5 * time.Second, steps: []step{
-			{at: 0, wantAddr: "a:1", wantUntil: 2500 * time.Millisecond},
-			{at: 2500 * time.Millisecond, wantAddr: "b:1", wantUntil: 5 * time.Second},
-		}},
-		{name: "no time left: no next candidate", addrs: []string{"a:1", "b:1"}, budget: time.Second, steps: []step{
-			{at: 0, wantAddr: "a:1", wantUntil: 500 * time.Millisecond},
-			{at: time.Second},
-		}},
-		{name: "the first is tried even when late", addrs: []string{"a:1"}, budget: time.Second, steps: []step{
-			{at: 2 * time.Second, wantAddr: "a:1", wantUntil: time.Second},
-			{at: 2 * time.Second},
-		}},
-		{name: "no budget: every candidate, no deadline", addrs: []string{"a:1", "b:1"}, steps: []step{
-			{at: 0, wantAddr: "a:1"},
-			{at: time.Hour, wantAddr: "b:1"},
-			{at: time.Hour},
-		}},
-		{name: "no candidates", steps: []step{{at: 0}}},
-	}
-	for _, tt := range tests {
+	for _, tt := range attemptsCases {
 		t.Run(tt.name, func(t *testing.T) {
 			a := NewAttempts(testHosts(tt.addrs...), t0, tt.budget, nil)
 			for i, s := range tt.steps {

@@ -8,64 +8,66 @@ import (
 	"unicode/utf8"
 )
 
+// challengeCases are WWW-Authenticate headers and the challenges parsed from them.
+var challengeCases = []struct {
+	name   string
+	header string
+	want   []challenge
+}{
+	{
+		name:   "docker registry",
+		header: `Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:library/alpine:pull"`,
+		want: []challenge{{Scheme: "bearer", Params: map[string]string{
+			"realm": "https://auth.example.com/token", "service": "registry.example.com", "scope": "repository:library/alpine:pull"}}},
+	},
+	{
+		name:   "commas and escapes inside quotes",
+		header: `Bearer realm="https://a.example/t?x=1,2",error="invalid_token",error_description="say \"hi\", then \\ go"`,
+		want: []challenge{{Scheme: "bearer", Params: map[string]string{
+			"realm": "https://a.example/t?x=1,2", "error": "invalid_token", "error_description": `say "hi", then \ go`}}},
+	},
+	{
+		name:   "several challenges, spaces around =",
+		header: `Basic realm="registry" , Bearer  realm = "https://auth.example.com/token" ,service=reg`,
+		want: []challenge{
+			{Scheme: "basic", Params: map[string]string{"realm": "registry"}},
+			{Scheme: "bearer", Params: map[string]string{"realm": "https://auth.example.com/token", "service": "reg"}},
+		},
+	},
+	{
+		name:   "token68, then a challenge",
+		header: `Negotiate YIIB+w/==, Bearer realm="r"`,
+		want: []challenge{
+			{Scheme: "negotiate", Token68: "YIIB+w/==", Params: map[string]string{}},
+			{Scheme: "bearer", Params: map[string]string{"realm": "r"}},
+		},
+	},
+	{
+		name:   "case-insensitive names, first duplicate wins",
+		header: `BEARER Realm="one", REALM="two"`,
+		want:   []challenge{{Scheme: "bearer", Params: map[string]string{"realm": "one"}}},
+	},
+	{
+		name:   "missing comma between parameters",
+		header: `Bearer realm="r" service="s"`,
+		want:   []challenge{{Scheme: "bearer", Params: map[string]string{"realm": "r", "service": "s"}}},
+	},
+	{
+		name:   "unterminated quote runs to the end",
+		header: `Bearer realm="https://auth.example.com/tok`,
+		want:   []challenge{{Scheme: "bearer", Params: map[string]string{"realm": "https://auth.example.com/tok"}}},
+	},
+	{name: "empty", header: ``, want: nil},
+	{name: "garbage", header: `="x", ;;`, want: nil},
+	{
+		name:   "scheme without parameters",
+		header: `Bearer`,
+		want:   []challenge{{Scheme: "bearer", Params: map[string]string{}}},
+	},
+}
+
 func TestParseChallenges(t *testing.T) {
-	tests := []struct {
-		name   string
-		header string
-		want   []challenge
-	}{
-		{
-			name:   "docker registry",
-			header: `Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:library/alpine:pull"`,
-			want: []challenge{{Scheme: "bearer", Params: map[string]string{
-				"realm": "https://auth.example.com/token", "service": "registry.example.com", "scope": "repository:library/alpine:pull"}}},
-		},
-		{
-			name:   "commas and escapes inside quotes",
-			header: `Bearer realm="https://a.example/t?x=1,2",error="invalid_token",error_description="say \"hi\", then \\ go"`,
-			want: []challenge{{Scheme: "bearer", Params: map[string]string{
-				"realm": "https://a.example/t?x=1,2", "error": "invalid_token", "error_description": `say "hi", then \ go`}}},
-		},
-		{
-			name:   "several challenges, spaces around =",
-			header: `Basic realm="registry" , Bearer  realm = "https://auth.example.com/token" ,service=reg`,
-			want: []challenge{
-				{Scheme: "basic", Params: map[string]string{"realm": "registry"}},
-				{Scheme: "bearer", Params: map[string]string{"realm": "https://auth.example.com/token", "service": "reg"}},
-			},
-		},
-		{
-			name:   "token68, then a challenge",
-			header: `Negotiate YIIB+w/==, Bearer realm="r"`,
-			want: []challenge{
-				{Scheme: "negotiate", Token68: "YIIB+w/==", Params: map[string]string{}},
-				{Scheme: "bearer", Params: map[string]string{"realm": "r"}},
-			},
-		},
-		{
-			name:   "case-insensitive names, first duplicate wins",
-			header: `BEARER Realm="one", REALM="two"`,
-			want:   []challenge{{Scheme: "bearer", Params: map[string]string{"realm": "one"}}},
-		},
-		{
-			name:   "missing comma between parameters",
-			header: `Bearer realm="r" service="s"`,
-			want:   []challenge{{Scheme: "bearer", Params: map[string]string{"realm": "r", "service": "s"}}},
-		},
-		{
-			name:   "unterminated quote runs to the end",
-			header: `Bearer realm="https://auth.example.com/tok`,
-			want:   []challenge{{Scheme: "bearer", Params: map[string]string{"realm": "https://auth.example.com/tok"}}},
-		},
-		{name: "empty", header: ``, want: nil},
-		{name: "garbage", header: `="x", ;;`, want: nil},
-		{
-			name:   "scheme without parameters",
-			header: `Bearer`,
-			want:   []challenge{{Scheme: "bearer", Params: map[string]string{}}},
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range challengeCases {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := parseChallenges(tt.header); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("parseChallenges(%s)\n got %#v\nwant %#v", tt.header, got, tt.want)

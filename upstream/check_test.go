@@ -12,14 +12,19 @@ import (
 	"time"
 )
 
-func TestTLSCheck(t *testing.T) {
-	pki := newPKI(t)
-	tests := []struct {
-		name    string
-		server  *tls.Config
-		client  *tls.Config
-		wantErr string // "" passes
-	}{
+// tlsCheckCase is a server and a client configuration and what the TLS
+// check says of them.
+type tlsCheckCase struct {
+	name    string
+	server  *tls.Config
+	client  *tls.Config
+	wantErr string // "" passes
+}
+
+// clientCertDemandedCases: a server demanding a client certificate, sent
+// or not, over TLS 1.2 and 1.3.
+func clientCertDemandedCases(pki *testPKI) []tlsCheckCase {
+	return []tlsCheckCase{
 		{
 			name:    "client certificate demanded, none sent, TLS 1.3",
 			server:  serverConfig(pki.server, pki.ca.pool, tls.VersionTLS13),
@@ -48,6 +53,13 @@ func TestTLSCheck(t *testing.T) {
 			client:  pki.clientConfig(&pki.otherClient),
 			wantErr: "certificate required", // the server's list of acceptable CAs rules ours out, so none is sent
 		},
+	}
+}
+
+// tlsPolicyCases: the server's own verification, session tickets and the
+// server certificate's CA and names.
+func tlsPolicyCases(pki *testPKI) []tlsCheckCase {
+	return []tlsCheckCase{
 		{
 			name: "client certificate sent and refused by the server's own verification, TLS 1.3",
 			server: func() *tls.Config {
@@ -100,6 +112,11 @@ func TestTLSCheck(t *testing.T) {
 			client: pki.clientConfig(&pki.client),
 		},
 	}
+}
+
+func TestTLSCheck(t *testing.T) {
+	pki := newPKI(t)
+	tests := append(clientCertDemandedCases(pki), tlsPolicyCases(pki)...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := startUpstream(t, tt.server)

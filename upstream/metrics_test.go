@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -11,25 +10,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snigate/snigate/internal/testkit"
 )
 
 // series gathers reg into "name{label=value,...} value" lines, sorted.
 func series(t *testing.T, reg prometheus.Gatherer) []string {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
-			out = append(out, fmt.Sprintf("%s{%s} %g", mf.GetName(), strings.Join(labels, ","), v))
-		}
+	for _, s := range testkit.AllSeries(t, reg) {
+		out = append(out, s.String())
 	}
 	slices.Sort(out)
 	return out

@@ -36,20 +36,29 @@ func answer(status int, header ...string) http.HandlerFunc {
 	}
 }
 
-func TestProbe(t *testing.T) {
-	pki := newPKI(t)
+// probeCase is a registry server, the probe's configuration and what the
+// probe finds.
+type probeCase struct {
+	name   string
+	server *tls.Config
+	v2     http.HandlerFunc
+	cfg    ProbeConfig
+	want   ProbeResult // Addr, Latency, CertNotAfter and Err texts are checked apart
+	errs   []string    // substrings of the failed steps' Err, in step order
+}
+
+// tokenRealm answers /v2/ with 401 and a token realm.
+func tokenRealm() http.HandlerFunc {
+	return answer(401, "WWW-Authenticate", `Bearer realm="https://Auth.Example.test:8443/token?a=1,b",service="registry.example.test"`)
+}
+
+// probeHTTPCases: an mTLS registry and what its /v2/ answers.
+func probeHTTPCases(pki *testPKI) []probeCase {
 	mtlsServer := serverConfig(pki.server, pki.ca.pool, 0)
-	realm := answer(401, "WWW-Authenticate", `Bearer realm="https://Auth.Example.test:8443/token?a=1,b",service="registry.example.test"`)
+	realm := tokenRealm()
 	httpCheck := Check{Kind: CheckHTTP}
-	ok, skip := StepResult{OK: true}, StepResult{Skipped: true}
-	tests := []struct {
-		name   string
-		server *tls.Config
-		v2     http.HandlerFunc
-		cfg    ProbeConfig
-		want   ProbeResult // Addr, Latency, CertNotAfter and Err texts are checked apart
-		errs   []string    // substrings of the failed steps' Err, in step order
-	}{
+	ok := StepResult{OK: true}
+	return []probeCase{
 		{
 			name: "bridge route behind a token realm", server: mtlsServer, v2: realm,
 			cfg: ProbeConfig{ClientTLS: pki.clientConfig(&pki.client), Check: httpCheck},
@@ -77,6 +86,17 @@ func TestProbe(t *testing.T) {
 			want: ProbeResult{TCP: ok, TLS: ok, MTLS: ok, HTTP: ok, ClientCertRequested: true, ClientCertRequired: true,
 				HTTPStatus: 200, AuthRealm: "https://Auth.Example.test:8443/token?a=1,b", AuthRealmHost: "auth.example.test"},
 		},
+	}
+}
+
+// probeTLSCases: a client certificate refused, a server certificate not
+// trusted, a splice route.
+func probeTLSCases(pki *testPKI) []probeCase {
+	mtlsServer := serverConfig(pki.server, pki.ca.pool, 0)
+	realm := tokenRealm()
+	httpCheck := Check{Kind: CheckHTTP}
+	ok, skip := StepResult{OK: true}, StepResult{Skipped: true}
+	return []probeCase{
 		{
 			name: "client certificate refused", server: mtlsServer, v2: realm,
 			cfg:  ProbeConfig{ClientTLS: pki.clientConfig(&pki.otherClient), Check: httpCheck},
@@ -96,7 +116,11 @@ func TestProbe(t *testing.T) {
 			errs: []string{"splice route", "not http"},
 		},
 	}
-	for _, tt := range tests {
+}
+
+func TestProbe(t *testing.T) {
+	pki := newPKI(t)
+	for _, tt := range append(probeHTTPCases(pki), probeTLSCases(pki)...) {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := registryServer(t, tt.server, tt.v2)
 			tt.cfg.ServerName = testServerName

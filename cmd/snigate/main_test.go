@@ -9,6 +9,41 @@ import (
 	"testing"
 )
 
+// exitCase is a command line and the status and output it ends with.
+type exitCase struct {
+	name       string
+	args       []string
+	want       int
+	wantOut    string
+	wantStderr []string
+}
+
+// exitCases run with the valid config good, the invalid bad, and dir holding neither nope.yaml.
+func exitCases(dir, good, bad string) []exitCase {
+	return []exitCase{
+		{name: "no command", args: nil, want: 2, wantStderr: []string{"a command is required", "Usage:", "Available Commands:"}},
+		{name: "unknown command", args: []string{"serve"}, want: 2, wantStderr: []string{`unknown command "serve"`}},
+		{name: "version", args: []string{"version"}, want: 0, wantOut: "snigate "},
+		{name: "check valid", args: []string{"check", "-c", good}, want: 0, wantOut: "configuration OK"},
+		{name: "check invalid", args: []string{"check", "-c", bad}, want: 2, wantStderr: []string{
+			"bad.yaml:3: listen.tsl: unknown key",
+			"bad.yaml:7: routes[0].mode:",
+		}},
+		{name: "check without -c", args: []string{"check"}, want: 2, wantStderr: []string{"-c FILE is required"}},
+		{name: "check missing file", args: []string{"check", "-c", filepath.Join(dir, "nope.yaml")}, want: 2, wantStderr: []string{"nope.yaml"}},
+		{name: "run invalid", args: []string{"run", "-c", bad}, want: 2, wantStderr: []string{"bad.yaml:3: listen.tsl"}},
+		{name: "run bad log format", args: []string{"run", "-c", good, "--log-format", "xml"}, want: 2, wantStderr: []string{"--log-format"}},
+		{name: "ctl unreachable", args: []string{"ctl", "--admin", "127.0.0.1:1", "upstreams"}, want: 1, wantStderr: []string{"127.0.0.1:1"}},
+		{name: "ctl answers unreachable", args: []string{"ctl", "--admin", "127.0.0.1:1", "answers"}, want: 1, wantStderr: []string{"127.0.0.1:1"}},
+		{name: "ctl unknown verb", args: []string{"ctl", "answer"}, want: 2, wantStderr: []string{`"answers"`}},
+		{name: "ctl bad state", args: []string{"ctl", "set", "a", "b", "sleeping"}, want: 2, wantStderr: []string{"sleeping"}},
+		{name: "ca without init", args: []string{"ca"}, want: 2, wantStderr: []string{"ca init"}},
+		{name: "ca init without out", args: []string{"ca", "init"}, want: 2, wantStderr: []string{"--out"}},
+		{name: "ca issue-node without NAME", args: []string{"ca", "issue-node", "--ca", "x", "--out", "y"}, want: 2, wantStderr: []string{"exactly one NAME"}},
+		{name: "ca issue-node without --ca", args: []string{"ca", "issue-node", "w1", "--out", "y"}, want: 2, wantStderr: []string{"--ca DIR and --out DIR are required"}},
+	}
+}
+
 // TestExitStatus: exit statuses and messages of interface.md: 0 success,
 // 1 runtime failure, 2 bad usage or invalid configuration, with file, line
 // and key named.
@@ -38,34 +73,7 @@ routes:
     mode: sideways
     upstreams: ["127.0.0.1:1"]
 `)
-	tests := []struct {
-		name       string
-		args       []string
-		want       int
-		wantOut    string
-		wantStderr []string
-	}{
-		{name: "no command", args: nil, want: 2, wantStderr: []string{"a command is required", "Usage:", "Available Commands:"}},
-		{name: "unknown command", args: []string{"serve"}, want: 2, wantStderr: []string{`unknown command "serve"`}},
-		{name: "version", args: []string{"version"}, want: 0, wantOut: "snigate "},
-		{name: "check valid", args: []string{"check", "-c", good}, want: 0, wantOut: "configuration OK"},
-		{name: "check invalid", args: []string{"check", "-c", bad}, want: 2, wantStderr: []string{
-			"bad.yaml:3: listen.tsl: unknown key",
-			"bad.yaml:7: routes[0].mode:",
-		}},
-		{name: "check without -c", args: []string{"check"}, want: 2, wantStderr: []string{"-c FILE is required"}},
-		{name: "check missing file", args: []string{"check", "-c", filepath.Join(dir, "nope.yaml")}, want: 2, wantStderr: []string{"nope.yaml"}},
-		{name: "run invalid", args: []string{"run", "-c", bad}, want: 2, wantStderr: []string{"bad.yaml:3: listen.tsl"}},
-		{name: "run bad log format", args: []string{"run", "-c", good, "--log-format", "xml"}, want: 2, wantStderr: []string{"--log-format"}},
-		{name: "ctl unreachable", args: []string{"ctl", "--admin", "127.0.0.1:1", "upstreams"}, want: 1, wantStderr: []string{"127.0.0.1:1"}},
-		{name: "ctl answers unreachable", args: []string{"ctl", "--admin", "127.0.0.1:1", "answers"}, want: 1, wantStderr: []string{"127.0.0.1:1"}},
-		{name: "ctl unknown verb", args: []string{"ctl", "answer"}, want: 2, wantStderr: []string{`"answers"`}},
-		{name: "ctl bad state", args: []string{"ctl", "set", "a", "b", "sleeping"}, want: 2, wantStderr: []string{"sleeping"}},
-		{name: "ca without init", args: []string{"ca"}, want: 2, wantStderr: []string{"ca init"}},
-		{name: "ca init without out", args: []string{"ca", "init"}, want: 2, wantStderr: []string{"--out"}},
-		{name: "ca issue-node without NAME", args: []string{"ca", "issue-node", "--ca", "x", "--out", "y"}, want: 2, wantStderr: []string{"exactly one NAME"}},
-		{name: "ca issue-node without --ca", args: []string{"ca", "issue-node", "w1", "--out", "y"}, want: 2, wantStderr: []string{"--ca DIR and --out DIR are required"}},
-	}
+	tests := exitCases(dir, good, bad)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

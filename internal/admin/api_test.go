@@ -134,45 +134,49 @@ func TestSetUpstreamPathForms(t *testing.T) {
 	}
 }
 
+// goodUpstreamPath names an upstream the fake knows.
+const goodUpstreamPath = "/api/upstreams/registry/10.1.0.10:443"
+
+// setUpstreamErrorCases are POSTs to the upstream state API it refuses, and the answers.
+var setUpstreamErrorCases = []struct {
+	name, path, contentType, body string
+	gatewayErr                    error
+	wantCode                      int
+	wantMsg                       []string
+}{
+	{name: "unknown route", path: "/api/upstreams/nope/10.1.0.10:443", body: `{"state":"drain"}`,
+		wantCode: 404, wantMsg: []string{`route "nope": not found; GET /api/upstreams lists`}},
+	{name: "unknown upstream", path: "/api/upstreams/registry/10.9.9.9:443", body: `{"state":"drain"}`,
+		wantCode: 404, wantMsg: []string{`route "registry" upstream "10.9.9.9:443": unknown upstream`}},
+	{name: "upstream of another route", path: "/api/upstreams/mirror/10.1.0.10:443", body: `{"state":"drain"}`,
+		wantCode: 404, wantMsg: []string{"unknown upstream"}},
+	{name: "empty body", path: goodUpstreamPath, wantCode: 400, wantMsg: []string{"empty request body", `"ready"|"drain"|"maint"`}},
+	{name: "blank body", path: goodUpstreamPath, body: " \n", wantCode: 400, wantMsg: []string{"empty request body"}},
+	{name: "not JSON", path: goodUpstreamPath, body: "state=drain", wantCode: 400, wantMsg: []string{"bad request body", `"ready"|"drain"|"maint"`}},
+	{name: "form content type", path: goodUpstreamPath, body: `{"state":"drain"}`, contentType: "application/x-www-form-urlencoded",
+		wantCode: 415, wantMsg: []string{"want application/json", `"ready"|"drain"|"maint"`}},
+	{name: "text/plain content type", path: goodUpstreamPath, body: `{"state":"drain"}`, contentType: "text/plain",
+		wantCode: 415, wantMsg: []string{`Content-Type "text/plain"`}},
+	{name: "truncated JSON", path: goodUpstreamPath, body: `{"state":"dr`, wantCode: 400, wantMsg: []string{"bad request body"}},
+	{name: "JSON string", path: goodUpstreamPath, body: `"drain"`, wantCode: 400, wantMsg: []string{"bad request body"}},
+	{name: "state not a string", path: goodUpstreamPath, body: `{"state":1}`, wantCode: 400, wantMsg: []string{"bad request body"}},
+	{name: "unknown state", path: goodUpstreamPath, body: `{"state":"down"}`,
+		wantCode: 400, wantMsg: []string{`unknown state "down"`, "ready, drain, maint"}},
+	{name: "state in capitals", path: goodUpstreamPath, body: `{"state":"DRAIN"}`, wantCode: 400, wantMsg: []string{`unknown state "DRAIN"`}},
+	{name: "no state", path: goodUpstreamPath, body: `{}`, wantCode: 400, wantMsg: []string{`no "state"`}},
+	{name: "null state", path: goodUpstreamPath, body: `{"state":null}`, wantCode: 400, wantMsg: []string{`no "state"`}},
+	{name: "unknown field", path: goodUpstreamPath, body: `{"state":"drain","force":true}`, wantCode: 400, wantMsg: []string{`unknown field "force"`}},
+	{name: "two objects", path: goodUpstreamPath, body: `{"state":"drain"}{"state":"ready"}`, wantCode: 400, wantMsg: []string{"after the JSON object"}},
+	{name: "too large", path: goodUpstreamPath, body: `{"state":"drain","x":"` + strings.Repeat("a", MaxBodyBytes) + `"}`,
+		wantCode: 413, wantMsg: []string{"larger than 4096 bytes"}},
+	{name: "gateway rejects the state", path: goodUpstreamPath, body: `{"state":"drain"}`,
+		gatewayErr: fmt.Errorf("set state: %w", upstream.ErrInvalidState), wantCode: 400, wantMsg: []string{"ready, drain, maint"}},
+	{name: "gateway failure", path: goodUpstreamPath, body: `{"state":"drain"}`,
+		gatewayErr: errors.New("pool closed"), wantCode: 500, wantMsg: []string{"pool closed"}},
+}
+
 func TestSetUpstreamErrors(t *testing.T) {
-	const good = "/api/upstreams/registry/10.1.0.10:443"
-	tests := []struct {
-		name, path, contentType, body string
-		gatewayErr                    error
-		wantCode                      int
-		wantMsg                       []string
-	}{
-		{name: "unknown route", path: "/api/upstreams/nope/10.1.0.10:443", body: `{"state":"drain"}`,
-			wantCode: 404, wantMsg: []string{`route "nope": not found; GET /api/upstreams lists`}},
-		{name: "unknown upstream", path: "/api/upstreams/registry/10.9.9.9:443", body: `{"state":"drain"}`,
-			wantCode: 404, wantMsg: []string{`route "registry" upstream "10.9.9.9:443": unknown upstream`}},
-		{name: "upstream of another route", path: "/api/upstreams/mirror/10.1.0.10:443", body: `{"state":"drain"}`,
-			wantCode: 404, wantMsg: []string{"unknown upstream"}},
-		{name: "empty body", path: good, wantCode: 400, wantMsg: []string{"empty request body", `"ready"|"drain"|"maint"`}},
-		{name: "blank body", path: good, body: " \n", wantCode: 400, wantMsg: []string{"empty request body"}},
-		{name: "not JSON", path: good, body: "state=drain", wantCode: 400, wantMsg: []string{"bad request body", `"ready"|"drain"|"maint"`}},
-		{name: "form content type", path: good, body: `{"state":"drain"}`, contentType: "application/x-www-form-urlencoded",
-			wantCode: 415, wantMsg: []string{"want application/json", `"ready"|"drain"|"maint"`}},
-		{name: "text/plain content type", path: good, body: `{"state":"drain"}`, contentType: "text/plain",
-			wantCode: 415, wantMsg: []string{`Content-Type "text/plain"`}},
-		{name: "truncated JSON", path: good, body: `{"state":"dr`, wantCode: 400, wantMsg: []string{"bad request body"}},
-		{name: "JSON string", path: good, body: `"drain"`, wantCode: 400, wantMsg: []string{"bad request body"}},
-		{name: "state not a string", path: good, body: `{"state":1}`, wantCode: 400, wantMsg: []string{"bad request body"}},
-		{name: "unknown state", path: good, body: `{"state":"down"}`,
-			wantCode: 400, wantMsg: []string{`unknown state "down"`, "ready, drain, maint"}},
-		{name: "state in capitals", path: good, body: `{"state":"DRAIN"}`, wantCode: 400, wantMsg: []string{`unknown state "DRAIN"`}},
-		{name: "no state", path: good, body: `{}`, wantCode: 400, wantMsg: []string{`no "state"`}},
-		{name: "null state", path: good, body: `{"state":null}`, wantCode: 400, wantMsg: []string{`no "state"`}},
-		{name: "unknown field", path: good, body: `{"state":"drain","force":true}`, wantCode: 400, wantMsg: []string{`unknown field "force"`}},
-		{name: "two objects", path: good, body: `{"state":"drain"}{"state":"ready"}`, wantCode: 400, wantMsg: []string{"after the JSON object"}},
-		{name: "too large", path: good, body: `{"state":"drain","x":"` + strings.Repeat("a", MaxBodyBytes) + `"}`,
-			wantCode: 413, wantMsg: []string{"larger than 4096 bytes"}},
-		{name: "gateway rejects the state", path: good, body: `{"state":"drain"}`,
-			gatewayErr: fmt.Errorf("set state: %w", upstream.ErrInvalidState), wantCode: 400, wantMsg: []string{"ready, drain, maint"}},
-		{name: "gateway failure", path: good, body: `{"state":"drain"}`,
-			gatewayErr: errors.New("pool closed"), wantCode: 500, wantMsg: []string{"pool closed"}},
-	}
-	for _, tt := range tests {
+	for _, tt := range setUpstreamErrorCases {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFake()
 			fake.err = tt.gatewayErr

@@ -40,15 +40,15 @@ func (r *bundleRecorder) wait(t *testing.T, ok bool) []*x509.Certificate {
 	}
 }
 
-func TestCABundleReload(t *testing.T) {
-	certA, _ := testPair(t, 1)
-	certB, _ := testPair(t, 2)
-	certC, _ := testPair(t, 3)
-	bundleBC := append(append([]byte("# bundle\n"), certB...), certC...)
-	tests := []struct {
-		name  string
-		setup func(t *testing.T) (file string, rotate func(data []byte))
-	}{
+// bundleRotation writes a CA file holding certA and returns how to rotate it.
+type bundleRotation struct {
+	name  string
+	setup func(t *testing.T) (file string, rotate func(data []byte))
+}
+
+// bundleRotations are the ways a CA file is replaced: in place, renamed over, a Kubernetes ..data swap.
+func bundleRotations(certA []byte) []bundleRotation {
+	return []bundleRotation{
 		{"in-place rewrite", func(t *testing.T) (string, func([]byte)) {
 			f := filepath.Join(t.TempDir(), "ca.crt")
 			writeFile(t, f, certA)
@@ -64,6 +64,14 @@ func TestCABundleReload(t *testing.T) {
 			return d.path("ca.crt"), func(data []byte) { d.update(map[string][]byte{"ca.crt": data}) }
 		}},
 	}
+}
+
+func TestCABundleReload(t *testing.T) {
+	certA, _ := testPair(t, 1)
+	certB, _ := testPair(t, 2)
+	certC, _ := testPair(t, 3)
+	bundleBC := append(append([]byte("# bundle\n"), certB...), certC...)
+	tests := bundleRotations(certA)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file, rotate := tt.setup(t)

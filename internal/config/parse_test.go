@@ -123,15 +123,11 @@ routes:
     upstream_tls: {server_name: Upstream.Example.com, key_exchanges: [X25519]}
 `
 
-func TestParseFullExample(t *testing.T) {
-	dir := t.TempDir()
-	testPKI(t, dir)
-	c, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(fullExample))
-	if err != nil {
-		t.Fatal(err)
-	}
+// fullExampleWant is the Config Parse makes of fullExample with its files
+// in dir (lines aside).
+func fullExampleWant(dir string) *Config {
 	in := func(name string) string { return filepath.Join(dir, name) }
-	want := &Config{
+	return &Config{
 		File: filepath.Join(dir, "snigate.yaml"),
 		Listen: Listen{
 			TLS:     []string{":443", "[::]:8443"},
@@ -179,6 +175,16 @@ func TestParseFullExample(t *testing.T) {
 			MaxDials:    DefaultMaxDials, MaxDialsPerClient: DefaultMaxDialsPerClient, DialRatePerClient: DefaultDialRatePerClient,
 		}},
 	}
+}
+
+func TestParseFullExample(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	c, err := Parse(filepath.Join(dir, "snigate.yaml"), []byte(fullExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fullExampleWant(dir)
 	want.lines = c.lines // the positions ErrorAt reads; TestErrorAt checks them
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Parse:\n got %+v\nwant %+v", c, want)

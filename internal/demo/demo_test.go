@@ -11,10 +11,10 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/snigate/snigate/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -106,10 +106,10 @@ func lineWith(text, sub string) string {
 func TestDemoKeepShowsConnectionsLive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := newWatchedBuffer()
+	out := testkit.NewLogSink() // the demo's output, written by the gateway's log too
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, Options{Keep: true, Out: out}) }()
-	tourText := out.waitFor(t, ctx, func(s string) bool { return strings.Contains(s, "follow as they happen") })
+	tourText := out.WaitForContext(ctx, t, func(s string) bool { return strings.Contains(s, "follow as they happen") }, neverShown)
 	m := regexp.MustCompile(`curl --cacert (\S+) --resolve registry\.example\.test:(\d+):127\.0\.0\.1`).FindStringSubmatch(tourText)
 	if m == nil {
 		t.Fatalf("no curl command in the --keep output:\n%s", tourText)
@@ -119,14 +119,19 @@ func TestDemoKeepShowsConnectionsLive(t *testing.T) {
 	}
 	getCatalog(t, m[1], m[2])
 	live := regexp.MustCompile(`\n  ` + connLine.String()) // indented less than the tour's
-	out.waitFor(t, ctx, func(s string) bool {
+	out.WaitForContext(ctx, t, func(s string) bool {
 		_, after, _ := strings.Cut(s, "follow as they happen")
 		return live.MatchString(after)
-	})
+	}, neverShown)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
 	}
+}
+
+// neverShown is the failure when the demo's output ends its wait short.
+func neverShown(text string) string {
+	return "the demo's output never showed what the test waits for:\n" + text
 }
 
 // getCatalog does what the printed curl command does.
@@ -153,41 +158,5 @@ func getCatalog(t *testing.T, caFile, port string) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "demo/hello") {
 		t.Fatalf("GET /v2/_catalog through the gateway: %d %s", resp.StatusCode, body)
-	}
-}
-
-// watchedBuffer is the demo's output, safe for the gateway's log writes,
-// that a test can wait on.
-type watchedBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{}
-}
-
-func newWatchedBuffer() *watchedBuffer { return &watchedBuffer{changed: make(chan struct{})} }
-
-func (w *watchedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	close(w.changed)
-	w.changed = make(chan struct{})
-	return w.b.Write(p)
-}
-
-// waitFor waits until the output so far satisfies ok and returns it.
-func (w *watchedBuffer) waitFor(t *testing.T, ctx context.Context, ok func(string) bool) string {
-	t.Helper()
-	for {
-		w.mu.Lock()
-		text, changed := w.b.String(), w.changed
-		w.mu.Unlock()
-		if ok(text) {
-			return text
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			t.Fatalf("the demo's output never showed what the test waits for:\n%s", text)
-		}
 	}
 }

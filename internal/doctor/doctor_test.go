@@ -12,80 +12,82 @@ import (
 	"github.com/snigate/snigate/internal/testnet"
 )
 
+// doctorCases are a node's faults, each set up in the world, and what doctor says of them.
+var doctorCases = []struct {
+	name     string
+	setup    func(t *testing.T, w *world, c *Config)
+	wantOK   bool
+	failStep string   // the step that fails ("": none)
+	want     []string // text in the output
+}{
+	{name: "working node, image given", wantOK: true,
+		setup: func(t *testing.T, w *world, c *Config) { c.Name = w.image() },
+		want: []string{"ok   resolver", "ok   dns", "ok   tcp", "ok   tls", "ALPN h2", "ok   http", "token realm https://auth.test",
+			"ok   realm    auth.test resolves to 127.0.0.1 (the gateway)", "ok   manifest team/app:1 read; its blob sha256:c0ffee", "ok   redirect blobs.test resolves to 127.0.0.1 (the gateway)"}},
+	{name: "working node, registry only: redirect not checked", wantOK: true,
+		want: []string{"warn redirect not checked"}},
+	{name: "CA missing", failStep: "tls",
+		setup: func(t *testing.T, w *world, c *Config) { c.CA = "" },
+		want:  []string{`issued by "snigate test CA" is not trusted by system roots`, "fix: trust the gateway's CA: install certs.d/registry.test:"}},
+	{name: "CA from node-config's certs.d", wantOK: true,
+		setup: func(t *testing.T, w *world, c *Config) {
+			c.CA = ""
+			writeNodeConfig(t, w, c.CertsDir)
+		},
+		want: []string{"/certs.d/registry.test_", "_/snigate-ca.crt"}},
+	{name: "name unknown to the resolver", failStep: "dns",
+		setup: func(t *testing.T, w *world, c *Config) { w.set(regName, "") },
+		want:  []string{"NXDOMAIN from 127.0.0.1", "fix: the server does not know registry.test: point the node's resolver at the gateway"}},
+	{name: "name in the hosts file", wantOK: true,
+		setup: func(t *testing.T, w *world, c *Config) {
+			w.set(regName, "")
+			must(t, os.WriteFile(c.HostsFile, []byte("127.0.0.1 registry.test\n"), 0o644))
+		},
+		want: []string{"DNS is not asked for it", "registry.test: 127.0.0.1 (from /"}},
+	{name: "realm host not routed", failStep: "realm",
+		setup: func(t *testing.T, w *world, c *Config) { w.set(authName, "") },
+		want:  []string{"auth.test does not resolve", "fix: send auth.test through the gateway too: add it to a route's sni"}},
+	{name: "blob redirect host not routed", failStep: "redirect",
+		setup: func(t *testing.T, w *world, c *Config) { c.Name = w.image(); w.set(blobsName, "") },
+		want:  []string{"blobs.test does not resolve", "fix: send blobs.test through the gateway too"}},
+	{name: "manifest refused by the gateway's allow-list", failStep: "manifest",
+		setup: func(t *testing.T, w *world, c *Config) {
+			c.Name = w.image()
+			w.manifestStatus(http.StatusForbidden, `{"errors":[{"code":"DENIED","message":"repository team/app is not allowed on route registry"}]}`)
+		},
+		want: []string{"FAIL manifest GET https://registry.test:", "403 Forbidden (DENIED: repository team/app is not allowed on route registry)",
+			"fix: reading team/app is refused: on the gateway, add it to the route's http.repositories"}},
+	{name: "manifest refused by the gateway's signature policy", failStep: "manifest",
+		setup: func(t *testing.T, w *world, c *Config) {
+			c.Name = w.image()
+			w.manifestStatus(http.StatusForbidden, `{"errors":[{"code":"DENIED","message":"image team/app@sha256:`+strings.Repeat("ab", 32)+
+				` refused by the signature policy of route \"registry\": unsigned: no cosign signature (tag sha256-`+strings.Repeat("ab", 32)+`.sig or an OCI referrer) exists for it"}]}`)
+		},
+		want: []string{"403 Forbidden (DENIED: image team/app@sha256:abab", "refused by the signature policy of route \"registry\": unsigned: no cosign signature",
+			"fix: the gateway's signature policy refused team/app:1 (the reason above): sign the image with a key listed in the route's http.verify.cosign.keys"}},
+	{name: "manifest of an unknown image", failStep: "manifest",
+		setup: func(t *testing.T, w *world, c *Config) {
+			c.Name = w.image()
+			w.manifestStatus(http.StatusNotFound, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`)
+		},
+		want: []string{"404 Not Found (MANIFEST_UNKNOWN: manifest unknown)", "fix: the registry has no team/app:1: check the repository and the tag"}},
+	{name: "gateway down", failStep: "tcp",
+		setup: func(t *testing.T, w *world, c *Config) { c.Name = regName + ":" + portOf(testnet.ClosedAddr(t)) },
+		want:  []string{"connection refused", "fix: nothing listens on 127.0.0.1 port"}},
+	{name: "no healthy upstream", failStep: "http",
+		setup: func(t *testing.T, w *world, c *Config) {
+			w.mu.Lock()
+			w.handler = http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusServiceUnavailable) })
+			w.mu.Unlock()
+		},
+		want: []string{"GET /v2/: 503", "fix: the gateway reaches no registry for registry.test: on the gateway, run snigate ctl upstreams"}},
+	{name: "resolver does not answer", failStep: "dns",
+		setup: func(t *testing.T, w *world, c *Config) { c.DNS = testnet.ClosedAddr(t); c.Timeout = 1e9 },
+		want:  []string{"FAIL dns", "fix: the resolver does not answer"}},
+}
+
 func TestDoctor(t *testing.T) {
-	tests := []struct {
-		name     string
-		setup    func(t *testing.T, w *world, c *Config)
-		wantOK   bool
-		failStep string   // the step that fails ("": none)
-		want     []string // text in the output
-	}{
-		{name: "working node, image given", wantOK: true,
-			setup: func(t *testing.T, w *world, c *Config) { c.Name = w.image() },
-			want: []string{"ok   resolver", "ok   dns", "ok   tcp", "ok   tls", "ALPN h2", "ok   http", "token realm https://auth.test",
-				"ok   realm    auth.test resolves to 127.0.0.1 (the gateway)", "ok   manifest team/app:1 read; its blob sha256:c0ffee", "ok   redirect blobs.test resolves to 127.0.0.1 (the gateway)"}},
-		{name: "working node, registry only: redirect not checked", wantOK: true,
-			want: []string{"warn redirect not checked"}},
-		{name: "CA missing", failStep: "tls",
-			setup: func(t *testing.T, w *world, c *Config) { c.CA = "" },
-			want:  []string{`issued by "snigate test CA" is not trusted by system roots`, "fix: trust the gateway's CA: install certs.d/registry.test:"}},
-		{name: "CA from node-config's certs.d", wantOK: true,
-			setup: func(t *testing.T, w *world, c *Config) {
-				c.CA = ""
-				writeNodeConfig(t, w, c.CertsDir)
-			},
-			want: []string{"/certs.d/registry.test_", "_/snigate-ca.crt"}},
-		{name: "name unknown to the resolver", failStep: "dns",
-			setup: func(t *testing.T, w *world, c *Config) { w.set(regName, "") },
-			want:  []string{"NXDOMAIN from 127.0.0.1", "fix: the server does not know registry.test: point the node's resolver at the gateway"}},
-		{name: "name in the hosts file", wantOK: true,
-			setup: func(t *testing.T, w *world, c *Config) {
-				w.set(regName, "")
-				must(t, os.WriteFile(c.HostsFile, []byte("127.0.0.1 registry.test\n"), 0o644))
-			},
-			want: []string{"DNS is not asked for it", "registry.test: 127.0.0.1 (from /"}},
-		{name: "realm host not routed", failStep: "realm",
-			setup: func(t *testing.T, w *world, c *Config) { w.set(authName, "") },
-			want:  []string{"auth.test does not resolve", "fix: send auth.test through the gateway too: add it to a route's sni"}},
-		{name: "blob redirect host not routed", failStep: "redirect",
-			setup: func(t *testing.T, w *world, c *Config) { c.Name = w.image(); w.set(blobsName, "") },
-			want:  []string{"blobs.test does not resolve", "fix: send blobs.test through the gateway too"}},
-		{name: "manifest refused by the gateway's allow-list", failStep: "manifest",
-			setup: func(t *testing.T, w *world, c *Config) {
-				c.Name = w.image()
-				w.manifestStatus(http.StatusForbidden, `{"errors":[{"code":"DENIED","message":"repository team/app is not allowed on route registry"}]}`)
-			},
-			want: []string{"FAIL manifest GET https://registry.test:", "403 Forbidden (DENIED: repository team/app is not allowed on route registry)",
-				"fix: reading team/app is refused: on the gateway, add it to the route's http.repositories"}},
-		{name: "manifest refused by the gateway's signature policy", failStep: "manifest",
-			setup: func(t *testing.T, w *world, c *Config) {
-				c.Name = w.image()
-				w.manifestStatus(http.StatusForbidden, `{"errors":[{"code":"DENIED","message":"image team/app@sha256:`+strings.Repeat("ab", 32)+
-					` refused by the signature policy of route \"registry\": unsigned: no cosign signature (tag sha256-`+strings.Repeat("ab", 32)+`.sig or an OCI referrer) exists for it"}]}`)
-			},
-			want: []string{"403 Forbidden (DENIED: image team/app@sha256:abab", "refused by the signature policy of route \"registry\": unsigned: no cosign signature",
-				"fix: the gateway's signature policy refused team/app:1 (the reason above): sign the image with a key listed in the route's http.verify.cosign.keys"}},
-		{name: "manifest of an unknown image", failStep: "manifest",
-			setup: func(t *testing.T, w *world, c *Config) {
-				c.Name = w.image()
-				w.manifestStatus(http.StatusNotFound, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`)
-			},
-			want: []string{"404 Not Found (MANIFEST_UNKNOWN: manifest unknown)", "fix: the registry has no team/app:1: check the repository and the tag"}},
-		{name: "gateway down", failStep: "tcp",
-			setup: func(t *testing.T, w *world, c *Config) { c.Name = regName + ":" + portOf(testnet.ClosedAddr(t)) },
-			want:  []string{"connection refused", "fix: nothing listens on 127.0.0.1 port"}},
-		{name: "no healthy upstream", failStep: "http",
-			setup: func(t *testing.T, w *world, c *Config) {
-				w.mu.Lock()
-				w.handler = http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusServiceUnavailable) })
-				w.mu.Unlock()
-			},
-			want: []string{"GET /v2/: 503", "fix: the gateway reaches no registry for registry.test: on the gateway, run snigate ctl upstreams"}},
-		{name: "resolver does not answer", failStep: "dns",
-			setup: func(t *testing.T, w *world, c *Config) { c.DNS = testnet.ClosedAddr(t); c.Timeout = 1e9 },
-			want:  []string{"FAIL dns", "fix: the resolver does not answer"}},
-	}
-	for _, tt := range tests {
+	for _, tt := range doctorCases {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
 			cfg := w.config(w.name())

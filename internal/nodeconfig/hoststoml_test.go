@@ -101,32 +101,34 @@ capabilities = ["pull", "resolve"]
   capabilities = ["pull"]
 `
 
+// mergeHostsCases are hosts.toml files found on a node and what the merge keeps and adds.
+var mergeHostsCases = []struct {
+	name      string
+	old       string
+	cfg       Config
+	wantHosts []string // in file order
+	keep      []string // text that must survive
+	wantCAs   map[string]any
+}{
+	{name: "spegel mirrors kept in order, own host's ca replaced", old: spegel,
+		wantHosts: []string{"http://127.0.0.1:30020", "https://registry.example.com", "https://second-mirror.example"},
+		keep:      []string{"# Spegel mirror", `dial_timeout = "200ms"  # fast fail`, `X-Tool = ["spegel"]`, `capabilities = ["pull", "resolve"]`},
+		wantCAs:   map[string]any{"https://registry.example.com": CAFile, "http://127.0.0.1:30020": nil}},
+	{name: "empty file: own host table added", old: "", wantHosts: []string{"https://registry.example.com"},
+		wantCAs: map[string]any{"https://registry.example.com": CAFile}},
+	{name: "only a mirror, no server: own host table after it", old: "[host.\"https://mirror.local\"]\n  capabilities = [\"pull\"]\n  ca = \"mirror.crt\"\n",
+		wantHosts: []string{"https://mirror.local", "https://registry.example.com"}, keep: []string{`ca = "mirror.crt"`},
+		wantCAs: map[string]any{"https://mirror.local": "mirror.crt"}},
+	{name: "client added to own host table", old: "[host.\"https://registry.example.com\"]\n  client = \"/old.pem\"\n",
+		cfg: Config{ClientAll: true}, wantHosts: []string{"https://registry.example.com"}},
+	{name: "no final newline", old: "server = \"https://elsewhere\"\n[host.\"https://m\"]\ncapabilities = [\"pull\"]",
+		wantHosts: []string{"https://m", "https://registry.example.com"}},
+	{name: "top level only (an older node-config): own host table added", old: "# snigate node-config: old\nserver = \"https://registry.example.com\"\nca = \"snigate-ca.crt\"\n",
+		wantHosts: []string{"https://registry.example.com"}, wantCAs: map[string]any{"https://registry.example.com": CAFile}},
+}
+
 func TestMergeHostsTOML(t *testing.T) {
-	tests := []struct {
-		name      string
-		old       string
-		cfg       Config
-		wantHosts []string // in file order
-		keep      []string // text that must survive
-		wantCAs   map[string]any
-	}{
-		{name: "spegel mirrors kept in order, own host's ca replaced", old: spegel,
-			wantHosts: []string{"http://127.0.0.1:30020", "https://registry.example.com", "https://second-mirror.example"},
-			keep:      []string{"# Spegel mirror", `dial_timeout = "200ms"  # fast fail`, `X-Tool = ["spegel"]`, `capabilities = ["pull", "resolve"]`},
-			wantCAs:   map[string]any{"https://registry.example.com": CAFile, "http://127.0.0.1:30020": nil}},
-		{name: "empty file: own host table added", old: "", wantHosts: []string{"https://registry.example.com"},
-			wantCAs: map[string]any{"https://registry.example.com": CAFile}},
-		{name: "only a mirror, no server: own host table after it", old: "[host.\"https://mirror.local\"]\n  capabilities = [\"pull\"]\n  ca = \"mirror.crt\"\n",
-			wantHosts: []string{"https://mirror.local", "https://registry.example.com"}, keep: []string{`ca = "mirror.crt"`},
-			wantCAs: map[string]any{"https://mirror.local": "mirror.crt"}},
-		{name: "client added to own host table", old: "[host.\"https://registry.example.com\"]\n  client = \"/old.pem\"\n",
-			cfg: Config{ClientAll: true}, wantHosts: []string{"https://registry.example.com"}},
-		{name: "no final newline", old: "server = \"https://elsewhere\"\n[host.\"https://m\"]\ncapabilities = [\"pull\"]",
-			wantHosts: []string{"https://m", "https://registry.example.com"}},
-		{name: "top level only (an older node-config): own host table added", old: "# snigate node-config: old\nserver = \"https://registry.example.com\"\nca = \"snigate-ca.crt\"\n",
-			wantHosts: []string{"https://registry.example.com"}, wantCAs: map[string]any{"https://registry.example.com": CAFile}},
-	}
-	for _, tt := range tests {
+	for _, tt := range mergeHostsCases {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := mergeHostsTOML([]byte(tt.old), tt.cfg, regHost)
 			if err != nil {

@@ -1,6 +1,7 @@
 // Package testkit is what the packages' tests share: a log sink a test
-// waits on for a line, metric readers, a static certificate source and a
-// poll with a failure deadline. It imports nothing of snigate's, and only
+// waits on for a line (bounded by WaitLimit or the test's own context),
+// metric readers (one value, a gathered sum, every series), a static
+// certificate source and a poll with a failure deadline. It imports nothing of snigate's, and only
 // tests import it.
 //
 // Usage:
@@ -10,6 +11,7 @@
 //	line := logs.Wait(t, "connection", "result=timeout")
 //	n := testkit.Value(t, m.connections.WithLabelValues("tls", "registry", "ok"))
 //	v, ok := testkit.Gathered(t, reg, "snigate_connections_total", map[string]string{"result": "ok"})
+//	for _, s := range testkit.AllSeries(t, reg, "snigate_upstream_up") { fmt.Println(s) } // name{k=v} value
 //	testkit.Poll(t, "the connection set to empty", func() bool { return srv.Conns() == 0 })
 package testkit
 

@@ -2,12 +2,12 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // LogSink collects what a logger writes, safe for concurrent writes, and
@@ -87,8 +87,16 @@ func firstLine(text string, parts []string) string {
 // it; after WaitLimit it fails the test with why(text).
 func (l *LogSink) WaitFor(tb testing.TB, ok func(text string) bool, why func(text string) string) string {
 	tb.Helper()
-	timeout := time.NewTimer(WaitLimit)
-	defer timeout.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
+	defer cancel()
+	return l.WaitForContext(ctx, tb, ok, why)
+}
+
+// WaitForContext is WaitFor bounded by ctx instead of WaitLimit, for a
+// test whose subject has a longer deadline of its own (a whole demo
+// world starting): when ctx ends first it fails the test with why(text).
+func (l *LogSink) WaitForContext(ctx context.Context, tb testing.TB, ok func(text string) bool, why func(text string) string) string {
+	tb.Helper()
 	for {
 		text, changed := l.snapshot()
 		if ok(text) {
@@ -96,7 +104,7 @@ func (l *LogSink) WaitFor(tb testing.TB, ok func(text string) bool, why func(tex
 		}
 		select {
 		case <-changed:
-		case <-timeout.C:
+		case <-ctx.Done():
 			tb.Fatal(why(text))
 			return text
 		}

@@ -1,7 +1,11 @@
 package testkit
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -86,6 +90,71 @@ func TestValueAndGathered(t *testing.T) {
 		})
 	}
 }
+
+// TestAllSeries: every series of the metrics asked for (all without a
+// name), labels and values as gathered, in the gatherer's order.
+func TestAllSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c_total", Help: "c"}, []string{"route", "result"})
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "g", Help: "g"})
+	reg.MustRegister(c, g)
+	c.WithLabelValues("b", "ok").Add(5)
+	c.WithLabelValues("a", "fail").Add(3)
+	g.Set(7)
+	tests := []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{name: "all", want: []string{"c_total{result=fail,route=a} 3", "c_total{result=ok,route=b} 5", "g{} 7"}},
+		{name: "one metric", names: []string{"g"}, want: []string{"g{} 7"}},
+		{name: "no such metric", names: []string{"nope_total"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, s := range AllSeries(t, reg, tt.names...) {
+				got = append(got, s.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("AllSeries = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if s := AllSeries(t, reg, "c_total")[0]; s.Labels["route"] != "a" || s.LabelString() != "result=fail,route=a" {
+		t.Errorf("first c_total series = %+v, want route a", s)
+	}
+}
+
+// TestWaitForContextFailsWhenTheContextEnds: the caller's context, not
+// WaitLimit, bounds the wait; the failure carries why's text.
+func TestWaitForContextFailsWhenTheContextEnds(t *testing.T) {
+	var sink LogSink
+	sink.Logger().Info("starting")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	tb := &fatalRecorder{TB: t}
+	sink.WaitForContext(ctx, tb, func(text string) bool { return strings.Contains(text, "ready") },
+		func(text string) string { return "never ready: " + text })
+	if !strings.Contains(tb.fatal, "never ready: ") || !strings.Contains(tb.fatal, "msg=starting") {
+		t.Errorf("Fatal = %q, want why's text with the log", tb.fatal)
+	}
+	go sink.Logger().Info("ready")
+	text := sink.WaitForContext(t.Context(), t, func(text string) bool { return strings.Contains(text, "msg=ready") },
+		func(string) string { return "no ready line" })
+	if !strings.Contains(text, "msg=starting") {
+		t.Errorf("WaitForContext = %q, want everything written", text)
+	}
+}
+
+// fatalRecorder keeps what Fatal was called with instead of ending the test.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalRecorder) Helper()           {}
+func (f *fatalRecorder) Fatal(args ...any) { f.fatal = fmt.Sprint(args...) }
 
 func TestStaticCert(t *testing.T) {
 	want := &tls.Certificate{Certificate: [][]byte{{1}}}

@@ -65,17 +65,7 @@ func TestCacheTagsOffline(t *testing.T) {
 		}
 	})
 	t.Run("a CRI pull by tag with the registries stopped", func(t *testing.T) {
-		crictl := func(args ...string) result {
-			return runCmd(w.node.command(append([]string{"crictl", "--runtime-endpoint", "unix://" + w.ctrd.socket,
-				"--image-endpoint", "unix://" + w.ctrd.socket, "--timeout", "60s"}, args...)...))
-		}
-		if _, err := exec.LookPath("crictl"); err != nil {
-			t.Skip("no crictl")
-		}
-		defer crictl("rmi", ref)
-		if r := crictl("pull", ref); r.err != nil {
-			t.Fatalf("CRI pull by tag offline:\n%s", r)
-		}
+		w.criPull(t, ref)
 	})
 	t.Run("a tag older than tags is refused with a message", func(t *testing.T) {
 		old := spec
@@ -90,6 +80,23 @@ func TestCacheTagsOffline(t *testing.T) {
 			t.Errorf("a tag older than tags: %d %s (%v); want 503 saying its last confirmation is too old", status, body, err)
 		}
 	})
+}
+
+// criPull pulls ref with crictl through the node's containerd (the CRI
+// way the kubelet pulls); it skips the test without crictl.
+func (w *world) criPull(t *testing.T, ref string) {
+	t.Helper()
+	crictl := func(args ...string) result {
+		return runCmd(w.node.command(append([]string{"crictl", "--runtime-endpoint", "unix://" + w.ctrd.socket,
+			"--image-endpoint", "unix://" + w.ctrd.socket, "--timeout", "60s"}, args...)...))
+	}
+	if _, err := exec.LookPath("crictl"); err != nil {
+		t.Skip("no crictl")
+	}
+	defer crictl("rmi", ref)
+	if r := crictl("pull", ref); r.err != nil {
+		t.Fatalf("CRI pull by tag offline:\n%s", r)
+	}
 }
 
 // TestCacheExportImport is issue 33's disk path end to end: `snigate ctl

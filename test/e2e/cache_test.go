@@ -66,19 +66,7 @@ func TestCache(t *testing.T) {
 	heads := func() int { return w.registryRequests(t, http.MethodHead, img.layerURI) }
 
 	t.Run("parallel pulls on an empty cache fetch the layer once", func(t *testing.T) {
-		rx0 := w.uplinkRxBytes(t)
-		w.parallelPulls(t, img, cachePulls)
-		w.waitRegistryRequests(t, http.MethodGet, img.layerURI, 1)
-		if n := gets(); n != 1 {
-			t.Errorf("the registries logged %d GETs of the layer, want 1", n)
-		}
-		rx := w.uplinkRxBytes(t) - rx0
-		if limit := int64(uplinkFactor * float64(img.size)); rx > limit {
-			t.Errorf("the bastion's uplink carried %d bytes for %d pulls of a %d-byte layer, want < %d (%.1fx)",
-				rx, cachePulls, img.size, limit, uplinkFactor)
-		}
-		t.Logf("uplink: %d bytes for %d pulls of %d (%.2fx)", rx, cachePulls, img.size, float64(rx)/float64(img.size))
-		w.waitCacheAudit(t, img.layer, "miss")
+		w.checkColdPulls(t, img)
 	})
 	t.Run("pulls from the cache fetch nothing", func(t *testing.T) {
 		h0 := heads()
@@ -113,18 +101,7 @@ func TestCache(t *testing.T) {
 		}
 	})
 	t.Run("ctr pulls through the cache", func(t *testing.T) {
-		ref := cacheHost + "/" + cacheRepo + ":" + cacheTag
-		runCmd(w.ctrd.ctr(w.node, "images", "rm", "--sync", ref))
-		defer runCmd(w.ctrd.ctr(w.node, "images", "rm", "--sync", ref))
-		if r := runCmd(w.ctrd.ctr(w.node, "images", "pull", "--hosts-dir", w.ctrd.hostsDir, ref)); r.err != nil {
-			t.Fatalf("ctr pull failed:\n%s", r)
-		}
-		if got, err := w.ctrd.imageDigest(w.node, ref); err != nil || got != img.digest {
-			t.Fatalf("ctr pulled %s (%v), pushed %s", got, err, img.digest)
-		}
-		if n := gets(); n != 2 {
-			t.Errorf("the registries logged %d GETs of the layer, want still 2", n)
-		}
+		w.checkCtrPull(t, img)
 	})
 	t.Run("a blob deleted from the registry is not served although cached", func(t *testing.T) {
 		w.checkDeletedBlob(t)
@@ -135,6 +112,45 @@ func TestCache(t *testing.T) {
 	t.Run("snigate ctl cache shows and purges", func(t *testing.T) {
 		w.checkCtlCache(t, img)
 	})
+}
+
+// checkColdPulls: cachePulls parallel pulls on an empty cache make one
+// GET of the layer, and the bastion's uplink carries it about once.
+func (w *world) checkColdPulls(t *testing.T, img *cachedImage) {
+	t.Helper()
+	gets := func() int { return w.registryRequests(t, http.MethodGet, img.layerURI) }
+	rx0 := w.uplinkRxBytes(t)
+	w.parallelPulls(t, img, cachePulls)
+	w.waitRegistryRequests(t, http.MethodGet, img.layerURI, 1)
+	if n := gets(); n != 1 {
+		t.Errorf("the registries logged %d GETs of the layer, want 1", n)
+	}
+	rx := w.uplinkRxBytes(t) - rx0
+	if limit := int64(uplinkFactor * float64(img.size)); rx > limit {
+		t.Errorf("the bastion's uplink carried %d bytes for %d pulls of a %d-byte layer, want < %d (%.1fx)",
+			rx, cachePulls, img.size, limit, uplinkFactor)
+	}
+	t.Logf("uplink: %d bytes for %d pulls of %d (%.2fx)", rx, cachePulls, img.size, float64(rx)/float64(img.size))
+	w.waitCacheAudit(t, img.layer, "miss")
+}
+
+// checkCtrPull: ctr pulls the image through the cache, which fetches
+// nothing more.
+func (w *world) checkCtrPull(t *testing.T, img *cachedImage) {
+	t.Helper()
+	gets := func() int { return w.registryRequests(t, http.MethodGet, img.layerURI) }
+	ref := cacheHost + "/" + cacheRepo + ":" + cacheTag
+	runCmd(w.ctrd.ctr(w.node, "images", "rm", "--sync", ref))
+	defer runCmd(w.ctrd.ctr(w.node, "images", "rm", "--sync", ref))
+	if r := runCmd(w.ctrd.ctr(w.node, "images", "pull", "--hosts-dir", w.ctrd.hostsDir, ref)); r.err != nil {
+		t.Fatalf("ctr pull failed:\n%s", r)
+	}
+	if got, err := w.ctrd.imageDigest(w.node, ref); err != nil || got != img.digest {
+		t.Fatalf("ctr pulled %s (%v), pushed %s", got, err, img.digest)
+	}
+	if n := gets(); n != 2 {
+		t.Errorf("the registries logged %d GETs of the layer, want still 2", n)
+	}
 }
 
 // checkCtlCache: `snigate ctl cache` lists the route's cache with its

@@ -86,23 +86,30 @@ func TestNodeConfigUsedAsIs(t *testing.T) {
 		w.mustPullSkopeo(t, registryHost, filepath.Join(pod, "certs.d", registryHost))
 	})
 	t.Run("resolver files name the gateway", func(t *testing.T) {
-		names := strings.Join([]string{registryHost, mirrorHost, tokenHost, nodeHost, httpHost, cacheHost}, " ") // every route, in configuration order
-		wants := map[string][]string{
-			"resolved.conf.d/snigate.conf": {"DNS=" + bastionAddr + "\n", "Domains=~" + strings.ReplaceAll(names, " ", " ~") + "\n", "FallbackDNS=\n"},
-			"hosts":                        {bastionAddr + " " + names + "\n"},
-		}
-		for file, want := range wants {
-			got, err := os.ReadFile(filepath.Join(dir, file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range want {
-				if !strings.Contains(string(got), s) {
-					t.Errorf("%s lacks %q:\n%s", file, s, got)
-				}
-			}
-		}
+		w.checkResolverFiles(t, dir)
 	})
+}
+
+// checkResolverFiles: the resolver files node-config wrote in dir send
+// every routed name to the gateway.
+func (w *world) checkResolverFiles(t *testing.T, dir string) {
+	t.Helper()
+	names := strings.Join([]string{registryHost, mirrorHost, tokenHost, nodeHost, httpHost, cacheHost}, " ") // every route, in configuration order
+	wants := map[string][]string{
+		"resolved.conf.d/snigate.conf": {"DNS=" + bastionAddr + "\n", "Domains=~" + strings.ReplaceAll(names, " ", " ~") + "\n", "FallbackDNS=\n"},
+		"hosts":                        {bastionAddr + " " + names + "\n"},
+	}
+	for file, want := range wants {
+		got, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range want {
+			if !strings.Contains(string(got), s) {
+				t.Errorf("%s lacks %q:\n%s", file, s, got)
+			}
+		}
+	}
 }
 
 // doctorRun runs `snigate doctor args...` on the node; it returns the
