@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -28,6 +29,7 @@ type lease struct {
 	etag string
 	beat int
 	stop chan struct{}
+	lost atomic.Bool // a renewal was refused: the lease is another gateway's now
 }
 
 // leaseBody is a lease's content: for the log lines of the others.
@@ -74,8 +76,11 @@ func (l *lease) put(ctx context.Context, etag string) error {
 	return nil
 }
 
-// heartbeat rewrites the lease every third of LeaseTTL until release (or
-// until it is lost: taken over after a stall, or the bucket failing).
+// heartbeat rewrites the lease every third of LeaseTTL until release, or
+// until it is lost (a renewal refused: another gateway took it over after
+// renewals failed for LeaseTTL). A renewal that fails otherwise (the
+// bucket slow or down) is tried again at the next beat, so one failure
+// does not hand a live fill's lease to a waiter.
 func (l *lease) heartbeat() {
 	tick := time.NewTicker(l.t.cfg.LeaseTTL / 3)
 	defer tick.Stop()
@@ -88,16 +93,25 @@ func (l *lease) heartbeat() {
 		case <-tick.C:
 		}
 		l.beat++
-		if err := l.put(l.t.ctx, l.etag); err != nil {
-			l.t.failed("lease", l.d, fmt.Errorf("heartbeat: %w", err))
+		err := l.put(l.t.ctx, l.etag)
+		switch {
+		case errors.Is(err, errLeaseHeld):
+			l.lost.Store(true)
+			l.t.failed("lease", l.d, errors.New("heartbeat: another gateway took the lease over"))
 			return
+		case err != nil:
+			l.t.failed("lease", l.d, fmt.Errorf("heartbeat, tried again in %s: %w", l.t.cfg.LeaseTTL/3, err))
 		}
 	}
 }
 
 // release ends the lease: the content is in the bucket, or will not be.
+// A lease lost to another gateway is that gateway's: it is left alone.
 func (l *lease) release() {
 	close(l.stop)
+	if l.lost.Load() {
+		return
+	}
 	if err := l.t.remove(l.t.ctx, l.t.leaseKey(l.d)); err != nil {
 		l.t.failed("lease", l.d, err)
 	}
