@@ -76,35 +76,60 @@ func TestOwnerKeepsItsLeaseThroughOneFailedRenewal(t *testing.T) {
 
 // TestDeadOwnersLeaseTakenOverByOneOfSeveralWaiters: three gateways wait
 // on the lease of a gateway that died mid-fill; after LeaseTTL each tries
-// to take it over (If-Match the ETag it saw), exactly one wins and
-// fetches, the two others read its content from the bucket.
+// to take it over, exactly one wins and fetches, the two others read its
+// content from the bucket; and no lease or marker is left. Also on a store
+// that checks If-Match without a lock (SeaweedFS; here: ignores it): the
+// bug was that there the takeovers (PUT If-Match the stale ETag) of
+// waiters that overlap all succeeded, and each fetched the layer from the
+// registry (TestSharedCacheFleet: two takeovers 16ms apart).
 func TestDeadOwnersLeaseTakenOverByOneOfSeveralWaiters(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := newFakeObjects(time.Now())
-		logs := testkit.NewLogSink()
-		reg := newRegistry(128 << 10)
-		d, _ := parseDigest(reg.digest)
-		var wg sync.WaitGroup
-		errs := make([]error, 3)
-		for i, name := range []string{"b", "c", "d"} {
-			tier := fakeTier(t, store, name, time.Duration(i)*time.Minute, logs)
-			defer tier.Close()
-			if i == 0 {
-				store.objs[tier.leaseKey(d)] = fakeObject{data: []byte(`{"owner":"dead"}`), etag: "dead"}
-			}
-			wg.Go(func() { errs[i] = fleetFetch(tier, reg) })
+	tests := []struct {
+		name          string
+		ignoreIfMatch bool
+	}{
+		{name: "store honours If-Match"},
+		{name: "store ignores If-Match", ignoreIfMatch: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { takeOverByThree(t, tt.ignoreIfMatch) })
+		})
+	}
+}
+
+func takeOverByThree(t *testing.T, ignoreIfMatch bool) {
+	store := newFakeObjects(time.Now())
+	store.ignoreIfMatch = ignoreIfMatch
+	logs := testkit.NewLogSink()
+	reg := newRegistry(128 << 10)
+	d, _ := parseDigest(reg.digest)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, name := range []string{"b", "c", "d"} {
+		tier := fakeTier(t, store, name, time.Duration(i)*time.Minute, logs)
+		defer tier.Close()
+		if i == 0 {
+			store.objs[tier.leaseKey(d)] = fakeObject{data: []byte(`{"owner":"dead"}`), etag: "dead"}
 		}
-		wg.Wait()
-		synctest.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Error(err)
-			}
+		wg.Go(func() { errs[i] = fleetFetch(tier, reg) })
+	}
+	wg.Wait()
+	synctest.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
 		}
-		if n, took := reg.fetches.Load(), strings.Count(logs.String(), "took over"); n != 1 || took != 1 {
-			t.Errorf("registry fetches = %d, takeovers logged = %d, want 1 and 1; log:\n%s", n, took, logs)
+	}
+	if n, took := reg.fetches.Load(), strings.Count(logs.String(), "took over"); n != 1 || took != 1 {
+		t.Errorf("registry fetches = %d, takeovers logged = %d, want 1 and 1; log:\n%s", n, took, logs)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	for key := range store.objs {
+		if strings.Contains(key, "leases/") {
+			t.Errorf("left in the bucket: %s", key)
 		}
-	})
+	}
 }
 
 // TestOwnerWhoseLeaseWasTakenOverLeavesTheNewLease: a gateway whose
