@@ -19,7 +19,8 @@
 # cache-pull, cache-hit (1 and 8 streams; SCENARIOS=cache-* picks both),
 # idle-mem (a fill per count of IDLE_COUNTS, each on freshly started
 # proxies, RSS read at each of IDLE_READS after the last tunnel opened);
-# then bench/dns/run.sh when it exists (DNS=0 skips it).
+# then bench/dns/run.sh when it exists (DNS=0 skips it); SCENARIOS with
+# fleet also runs bench/fleet/run.sh (the shared cache tier, issue 31).
 # Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
@@ -671,7 +672,7 @@ main_scenarios() {
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
 			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob cache-pull cache-hit)
-		elif [[ $s != idle-mem* ]]; then
+		elif [[ $s != idle-mem* && $s != fleet ]]; then
 			out+=("$s")
 		fi
 	done
@@ -719,6 +720,13 @@ fi
 if [ "$DNS" = 1 ] && [ -x bench/dns/run.sh ] && [[ ",$SCENARIOS," == *",all,"* || ",$SCENARIOS," == *",dns,"* ]]; then
 	log "DNS: bench/dns/run.sh"
 	bench/dns/run.sh 2>&1 | tee "$work/dns.txt" || echo "bench/dns/run.sh failed (exit $?)" >>"$work/dns.txt"
+fi
+# The fleet scenarios (issue 31), owned by bench/fleet/run.sh: only when
+# SCENARIOS names fleet (its own gateways, registry and SeaweedFS).
+if [[ ",$SCENARIOS," == *",fleet,"* ]] && [ -x bench/fleet/run.sh ]; then
+	log "fleet: bench/fleet/run.sh"
+	ROUNDS=$ROUNDS LAYER_MIB=$LAYER_MIB PULL_NODES=$PULL_NODES STREAMS=$CACHE_STREAMS OUT="$out_dir/fleet-$stamp.md" \
+		bench/fleet/run.sh || log "bench/fleet/run.sh failed (exit $?)"
 fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
