@@ -191,3 +191,62 @@ func TestOwnerWhoseLeaseWasTakenOverLeavesTheNewLease(t *testing.T) {
 		}
 	})
 }
+
+// beforeLease is one gateway's view of the shared store that runs hook
+// once, just before that gateway's first lease PUT reaches the store.
+type beforeLease struct {
+	objects
+	once sync.Once
+	hook func()
+}
+
+func (b *beforeLease) PutObject(ctx context.Context, bucket, key string, r io.Reader, size int64, opts minio.PutObjectOptions) (minio.UploadInfo, error) {
+	if strings.Contains(key, "leases/") {
+		b.once.Do(b.hook)
+	}
+	return b.objects.PutObject(ctx, bucket, key, r, size, opts)
+}
+
+// TestLeaseWonJustAfterAnotherFillEndedReadsTheBucket: a gateway that
+// found no content, and then won the digest's lease only because another
+// gateway's fill ended (content uploaded, lease released) between its look
+// and its lease, reads the content from the bucket rather than fetching
+// it again. The bug: the lease's winner fetched from the registry without
+// looking again (SeaweedFS, TestDeadGatewaysLeaseTakenOverOnceOnSeaweedFS
+// under -race: two takeovers, two fetches).
+func TestLeaseWonJustAfterAnotherFillEndedReadsTheBucket(t *testing.T) {
+	store := newFakeObjects(time.Now())
+	logs := testkit.NewLogSink()
+	a := fakeTier(t, store, "a", 0, logs)
+	b := fakeTier(t, store, "b", 0, logs)
+	defer a.Close()
+	defer b.Close()
+	reg := newRegistry(256 << 10)
+	var errA error
+	b.cl = &beforeLease{objects: store, hook: func() { // b has looked: not there
+		errA = fleetFetch(a, reg)
+		a.wg.Wait() // a's upload and its lease's release
+	}}
+	if err := fleetFetch(b, reg); err != nil {
+		t.Fatal(err)
+	}
+	if errA != nil {
+		t.Fatal(errA)
+	}
+	b.wg.Wait()
+	if n := reg.fetches.Load(); n != 1 {
+		t.Errorf("registry fetches = %d, want 1 (a's; b reads the bucket)", n)
+	}
+	if _, err := store.get(b.leaseKey(mustDigest(t, reg.digest))); !notFound(err) {
+		t.Errorf("a lease is left (%v)", err)
+	}
+}
+
+func mustDigest(t *testing.T, s string) digest {
+	t.Helper()
+	d, err := parseDigest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
