@@ -81,108 +81,11 @@ func TestSharedCacheFleet(t *testing.T) {
 	img := w.pushCachedImage(t)
 	f := newFleet(t, w)
 
-	t.Run("8 nodes pull through three gateways at once: one registry GET", func(t *testing.T) {
-		before := f.uplinkRxBytes(t)
-		f.pullNodes(t, img, f.nodes[:fleetNodes])
-		w.waitRegistryRequests(t, "GET", img.layerURI, 1)
-		if n := w.registryRequests(t, "GET", img.layerURI); n != 1 {
-			t.Errorf("the registry logged %d GETs of the layer for the fleet, want 1", n)
-		}
-		up := f.uplinkRxBytes(t) - before
-		t.Logf("the fleet's uplink carried %d bytes for a %d-byte layer (%.2fx)", up, img.size, float64(up)/float64(img.size))
-		if float64(up) > uplinkFactor*float64(img.size) {
-			t.Errorf("uplink carried %d bytes, more than %.1fx the layer (%d)", up, uplinkFactor, img.size)
-		}
-		counted := f.fleetMetric(t, "snigate_cache_upstream_bytes_total", `route="registry"`)
-		if counted < float64(img.size) || counted > uplinkFactor*float64(img.size) {
-			t.Errorf("the gateways' snigate_cache_upstream_bytes_total add up to %.0f, want the layer's %d (< %.1fx)",
-				counted, img.size, uplinkFactor)
-		}
-		if read := f.fleetMetric(t, "snigate_cache_shared_bytes_total", `direction="read"`); read < float64(img.size) {
-			t.Errorf("the gateways read %.0f bytes from the bucket, want at least the layer's %d", read, img.size)
-		}
-	})
-
-	t.Run("a fourth gateway started empty serves it from the bucket", func(t *testing.T) {
-		before := f.uplinkRxBytes(t)
-		if err := f.gws[fleetFourth].start(); err != nil {
-			t.Fatal(err)
-		}
-		f.pullNodes(t, img, f.nodes[fleetNodes:])
-		if n := w.registryRequests(t, "GET", img.layerURI); n != 1 {
-			t.Errorf("the registry logged %d GETs of the layer, want still 1", n)
-		}
-		if up := f.uplinkRxBytes(t) - before; up > img.size/10 {
-			t.Errorf("the uplink carried %d bytes for the fourth gateway's pull of a %d-byte layer", up, img.size)
-		}
-		if n := f.metric(t, fleetFourth, "snigate_cache_upstream_bytes_total"); n > float64(img.size/10) {
-			t.Errorf("the fourth gateway counts %.0f upstream bytes, want little beside the %d-byte layer", n, img.size)
-		}
-		if !f.stored(fleetFourth, img.layer) {
-			t.Error("the fourth gateway's local tier does not hold the layer it read from the bucket")
-		}
-	})
-
-	t.Run("an object corrupted in the bucket is not served and is replaced", func(t *testing.T) {
-		f.corruptObject(t, img)
-		f.restartEmpty(t, fleetSize-1)
-		if err := f.getLayer(fleetSize-1, img); err != nil {
-			t.Fatal(err)
-		}
-		w.waitRegistryRequests(t, "GET", img.layerURI, 2)
-		f.waitObject(t, img)
-		if n := f.metric(t, fleetSize-1, "snigate_cache_shared_requests_total", `result="error"`); n < 1 {
-			t.Error("the corrupt object was not counted as an error of the shared tier")
-		}
-		if !strings.Contains(readFile(t, f.gws[fleetSize-1].log), `"reason":"corrupt"`) {
-			t.Error("no log line of the corrupt object")
-		}
-		f.checkDirWhole(t, fleetSize-1)
-	})
-
-	t.Run("SeaweedFS stopped: pulls go on; restarted: used again", func(t *testing.T) {
-		f.weed.kill()
-		f.restartEmpty(t, fleetSize-1)
-		if err := f.getLayer(fleetSize-1, img); err != nil {
-			t.Fatal(err)
-		}
-		w.waitRegistryRequests(t, "GET", img.layerURI, 3)
-		if n := f.metric(t, fleetSize-1, "snigate_cache_shared_requests_total", `result="error"`); n < 1 {
-			t.Error("the store's outage was not counted")
-		}
-		f.startWeed(t)
-		f.restartEmpty(t, fleetSize-1)
-		if err := f.getLayer(fleetSize-1, img); err != nil {
-			t.Fatal(err)
-		}
-		if n := w.registryRequests(t, "GET", img.layerURI); n != 3 {
-			t.Errorf("the registry logged %d GETs of the layer after the store came back, want still 3", n)
-		}
-	})
-
-	t.Run("a gateway killed mid-fill: the others complete, nothing partial is stored", func(t *testing.T) {
-		img2 := w.pushCachedImage(t)
-		f.killMidFill(t, img2)
-		f.waitObject(t, img2)
-		w.waitRegistryRequests(t, "GET", img2.layerURI, 2)
-		if n := w.registryRequests(t, "GET", img2.layerURI); n != 2 {
-			t.Errorf("the registry logged %d GETs of the layer, want 2 (the dead gateway's, the takeover's)", n)
-		}
-		f.checkBucketWhole(t)
-		for i := range f.gws {
-			f.checkDirWhole(t, i)
-		}
-		if err := f.gws[0].start(); err != nil { // the killed gateway, its fill's file left in tmp/
-			t.Fatal(err)
-		}
-		if err := f.getLayer(0, img2); err != nil {
-			t.Fatal(err)
-		}
-		if n := w.registryRequests(t, "GET", img2.layerURI); n != 2 {
-			t.Errorf("the restarted gateway fetched the layer again: %d registry GETs, want 2", n)
-		}
-		f.checkDirWhole(t, 0)
-	})
+	t.Run("8 nodes pull through three gateways at once: one registry GET", func(t *testing.T) { f.checkFleetPull(t, img) })
+	t.Run("a fourth gateway started empty serves it from the bucket", func(t *testing.T) { f.checkFourthGateway(t, img) })
+	t.Run("an object corrupted in the bucket is not served and is replaced", func(t *testing.T) { f.checkCorruptObject(t, img) })
+	t.Run("SeaweedFS stopped: pulls go on; restarted: used again", func(t *testing.T) { f.checkStoreOutage(t, img) })
+	t.Run("a gateway killed mid-fill: the others complete, nothing partial is stored", func(t *testing.T) { f.checkKilledMidFill(t, img) })
 }
 
 // restartEmpty stops gateway i, empties its cache directory and starts it.
