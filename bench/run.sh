@@ -21,7 +21,8 @@
 # proxies, RSS read at each of IDLE_READS after the last tunnel opened);
 # then bench/dns/run.sh when it exists (DNS=0 skips it), and
 # bench/auth/run.sh when SCENARIOS names auth (issue 30), and
-# bench/verify/run.sh (signature policy; SCENARIOS=verify or all).
+# bench/verify/run.sh (signature policy; SCENARIOS=verify or all); SCENARIOS with
+# fleet also runs bench/fleet/run.sh (the shared cache tier, issue 31).
 # Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
@@ -683,7 +684,7 @@ main_scenarios() {
 	for s in "${list[@]}"; do
 		if [ "$s" = all ]; then
 			out+=(splice-rate splice-latency splice-tput bridge-full bridge-resumed bridge-tput http-manifest http-blobs http-bigblob cache-pull cache-hit)
-		elif [[ $s != idle-mem* && $s != dns && $s != auth && $s != verify ]]; then # those have their own scripts
+		elif [[ $s != idle-mem* && $s != dns && $s != auth && $s != verify && $s != fleet ]]; then # those have their own scripts
 			out+=("$s")
 		fi
 	done
@@ -743,6 +744,13 @@ fi
 if [ -x bench/verify/run.sh ] && [[ ",$SCENARIOS," == *",all,"* || ",$SCENARIOS," == *",verify,"* ]]; then
 	log "verify: bench/verify/run.sh"
 	ROUNDS=$ROUNDS bench/verify/run.sh 2>&1 | tee "$work/verify.txt" || echo "bench/verify/run.sh failed (exit $?)" >>"$work/verify.txt"
+fi
+# The fleet scenarios (issue 31), owned by bench/fleet/run.sh: only when
+# SCENARIOS names fleet (its own gateways, registry and SeaweedFS).
+if [[ ",$SCENARIOS," == *",fleet,"* ]] && [ -x bench/fleet/run.sh ]; then
+	log "fleet: bench/fleet/run.sh"
+	ROUNDS=$ROUNDS LAYER_MIB=$LAYER_MIB PULL_NODES=$PULL_NODES STREAMS=$CACHE_STREAMS OUT="$out_dir/fleet-$stamp.md" \
+		bench/fleet/run.sh || log "bench/fleet/run.sh failed (exit $?)"
 fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -52,10 +52,13 @@ type FetchFunc func(ctx context.Context) (Fetched, error)
 
 // Fetched is the registry's answer to a fill: Body (closed by the
 // store), the Header to keep beside it, and Size (-1: unknown).
+// FromCache is set by a store that answers from another cache (a shared
+// tier) rather than the registry: those bytes are not upstream bytes.
 type Fetched struct {
-	Body   io.ReadCloser
-	Header http.Header
-	Size   int64
+	Body      io.ReadCloser
+	Header    http.Header
+	Size      int64
+	FromCache bool
 }
 
 // ErrBypass is wrapped by a Store's errors that mean "serve this request

@@ -35,6 +35,10 @@ type Fetched struct {
 	// (or, when it does not fit in MaxSize, none: see Fill) and must match
 	// the body.
 	Size int64
+	// FromCache: the content comes from another cache (a shared tier),
+	// not from upstream; its bytes are not counted as upstream bytes
+	// (snigate_cache_upstream_bytes_total, Stats().UpstreamBytes).
+	FromCache bool
 }
 
 // fill is one digest's transfer from upstream into a temporary file,
@@ -48,8 +52,9 @@ type fill struct {
 	once  sync.Once // closes ready
 
 	// Set before ready is closed, read-only after.
-	header http.Header
-	size   int64
+	header    http.Header
+	size      int64
+	fromCache bool // the fetch read another cache: not upstream bytes
 
 	// Guarded by Cache.mu.
 	noStore   bool  // purged, or spilled: readers only
@@ -198,6 +203,7 @@ func (f *fill) transfer(ctx context.Context, cancel context.CancelCauseFunc, fet
 		return errors.New("fetch: no body")
 	}
 	defer res.Body.Close()
+	f.fromCache = res.FromCache
 	if err := f.c.reserve(f, res.Size); err != nil {
 		return err
 	}
@@ -242,8 +248,10 @@ func (f *fill) copyBody(ctx context.Context, cancel context.CancelCauseFunc, bod
 // write appends p to the file, or to the window of a fill that does not
 // fit in MaxSize, and to the hash, and wakes the readers.
 func (f *fill) write(ctx context.Context, h hash.Hash, p []byte) error {
-	f.c.counts.upstreamBytes.Add(int64(len(p)))
-	addCounter(f.c.m.upstreamBytes, float64(len(p)))
+	if !f.fromCache {
+		f.c.counts.upstreamBytes.Add(int64(len(p)))
+		addCounter(f.c.m.upstreamBytes, float64(len(p)))
+	}
 	h.Write(p)
 	if f.c.roomFor(f, int64(len(p))) {
 		if _, err := f.w.Write(p); err != nil {

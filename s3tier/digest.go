@@ -41,3 +41,10 @@ func (t *Tier) objectKey(d digest) string {
 
 // leaseKey is the key of the lease of a fill of d: PREFIX/leases/sha256/abcdef...
 func (t *Tier) leaseKey(d digest) string { return t.cfg.Prefix + "leases/" + d.algo + "/" + d.hex }
+
+// takeoverKey is the marker a waiter creates to take over d's lease whose
+// ETag is etag: PREFIX/leases/sha256/abcdef....takeover-<16 hex of the ETag>.
+func (t *Tier) takeoverKey(d digest, etag string) string {
+	sum := sha256.Sum256([]byte(strings.Trim(etag, `"`)))
+	return t.leaseKey(d) + ".takeover-" + hex.EncodeToString(sum[:8])
+}

@@ -20,13 +20,17 @@ import (
 // fakeObjects is an S3 bucket in memory with S3's conditional writes
 // (If-None-Match: *, If-Match: ETag), for the tests of the coordination
 // without a network. Every object reports lastModified, whatever the
-// clocks say. fail, when set, fails every call.
+// clocks say. fail, when set, fails every call. ignoreIfMatch makes PUT
+// ignore If-Match: the worst case of a store that checks it without a
+// lock, as SeaweedFS does (two PUTs that overlap both succeed), while
+// If-None-Match: * still holds (SeaweedFS creates under a lock).
 type fakeObjects struct {
-	mu           sync.Mutex
-	objs         map[string]fakeObject
-	etags        int
-	lastModified time.Time
-	fail         error
+	mu            sync.Mutex
+	objs          map[string]fakeObject
+	etags         int
+	lastModified  time.Time
+	fail          error
+	ignoreIfMatch bool
 }
 
 type fakeObject struct {
@@ -90,7 +94,11 @@ func (f *fakeObjects) PutObject(_ context.Context, _, key string, r io.Reader, _
 		return minio.UploadInfo{}, f.fail
 	}
 	cur, exists := f.objs[key]
-	switch im := strings.Trim(h.Get("If-Match"), `"`); {
+	im := strings.Trim(h.Get("If-Match"), `"`)
+	if f.ignoreIfMatch {
+		im = ""
+	}
+	switch {
 	case h.Get("If-None-Match") == "*" && exists:
 		return minio.UploadInfo{}, errorResponse(http.StatusPreconditionFailed, "PreconditionFailed")
 	case im != "" && !exists:

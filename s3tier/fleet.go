@@ -22,6 +22,8 @@ func (t *Tier) fetchFunc(d digest, fetch httpcache.FetchFunc) httpcache.FetchFun
 			switch {
 			case err != nil:
 				return fetch(ctx)
+			case l != nil && t.storedMeanwhile(ctx, d):
+				l.release() // look again: the content is there
 			case l != nil:
 				return t.fillAsOwner(ctx, d, l, fetch)
 			case f.Body != nil:
@@ -63,6 +65,16 @@ func (t *Tier) lookOrLease(ctx context.Context, d digest, deadline time.Time) (h
 			"route", t.cfg.Route, "digest", d.String(), "wait", t.cfg.WaitTimeout)
 	}
 	return httpcache.Fetched{}, l, err
+}
+
+// storedMeanwhile reports whether d's content is in the bucket after all,
+// looked at once more by a gateway that has just won d's lease: another
+// gateway's fill may have ended (uploaded, its lease released) between
+// this gateway's first look and its lease, and a fetch would be one too
+// many. A failing look counts as not stored (the owner fetches).
+func (t *Tier) storedMeanwhile(ctx context.Context, d digest) bool {
+	_, ok, err := t.stat(ctx, d)
+	return err == nil && ok
 }
 
 // fillAsOwner fetches d from the registry under lease l and uploads it

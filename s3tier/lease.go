@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -28,6 +29,10 @@ type lease struct {
 	etag string
 	beat int
 	stop chan struct{}
+	lost atomic.Bool // a renewal was refused: the lease is another gateway's now
+	// marker is the takeover marker this lease was won with ("" for a
+	// lease created anew), removed with the lease.
+	marker string
 }
 
 // leaseBody is a lease's content: for the log lines of the others.
@@ -74,8 +79,11 @@ func (l *lease) put(ctx context.Context, etag string) error {
 	return nil
 }
 
-// heartbeat rewrites the lease every third of LeaseTTL until release (or
-// until it is lost: taken over after a stall, or the bucket failing).
+// heartbeat rewrites the lease every third of LeaseTTL until release, or
+// until it is lost (a renewal refused: another gateway took it over after
+// renewals failed for LeaseTTL). A renewal that fails otherwise (the
+// bucket slow or down) is tried again at the next beat, so one failure
+// does not hand a live fill's lease to a waiter.
 func (l *lease) heartbeat() {
 	tick := time.NewTicker(l.t.cfg.LeaseTTL / 3)
 	defer tick.Stop()
@@ -88,18 +96,31 @@ func (l *lease) heartbeat() {
 		case <-tick.C:
 		}
 		l.beat++
-		if err := l.put(l.t.ctx, l.etag); err != nil {
-			l.t.failed("lease", l.d, fmt.Errorf("heartbeat: %w", err))
+		err := l.put(l.t.ctx, l.etag)
+		switch {
+		case errors.Is(err, errLeaseHeld):
+			l.lost.Store(true)
+			l.t.failed("lease", l.d, errors.New("heartbeat: another gateway took the lease over"))
 			return
+		case err != nil:
+			l.t.failed("lease", l.d, fmt.Errorf("heartbeat, tried again in %s: %w", l.t.cfg.LeaseTTL/3, err))
 		}
 	}
 }
 
 // release ends the lease: the content is in the bucket, or will not be.
+// A lease lost to another gateway is that gateway's: it is left alone.
 func (l *lease) release() {
 	close(l.stop)
-	if err := l.t.remove(l.t.ctx, l.t.leaseKey(l.d)); err != nil {
-		l.t.failed("lease", l.d, err)
+	if !l.lost.Load() {
+		if err := l.t.remove(l.t.ctx, l.t.leaseKey(l.d)); err != nil {
+			l.t.failed("lease", l.d, err)
+		}
+	}
+	if l.marker != "" {
+		if err := l.t.remove(l.t.ctx, l.marker); err != nil {
+			l.t.failed("lease", l.d, err)
+		}
 	}
 }
 
@@ -158,15 +179,42 @@ func (t *Tier) checkLease(ctx context.Context, d digest, seen *leaseSeen) (_ *le
 	case t.now().Sub(seen.since) < t.cfg.LeaseTTL:
 		return nil, false, nil
 	}
-	l, err := t.acquire(ctx, d, oi.ETag)
-	if errors.Is(err, errLeaseHeld) {
+	return t.takeOver(ctx, d, oi.ETag)
+}
+
+// takeOver takes over d's lease whose ETag is etag, unchanged for
+// LeaseTTL: first the takeover marker of that ETag, created with
+// If-None-Match: * (of several waiters exactly one creates it, also on
+// stores whose PUT ignores If-Match, such as SeaweedFS), then the lease,
+// If-Match etag. Lost to another waiter: (nil, again).
+func (t *Tier) takeOver(ctx context.Context, d digest, etag string) (_ *lease, again bool, _ error) {
+	marker := t.takeoverKey(d, etag)
+	body, _ := json.Marshal(leaseBody{Owner: t.cfg.Owner, Digest: d.String()})
+	opts := minio.PutObjectOptions{ContentType: "application/json"}
+	opts.SetMatchETagExcept("*")
+	cctx, cancel := t.call(ctx)
+	_, err := t.cl.PutObject(cctx, t.cfg.Bucket, marker, bytes.NewReader(body), int64(len(body)), opts)
+	cancel()
+	switch {
+	case preconditionFailed(err):
 		return nil, true, nil // another waiter took it over first
+	case err != nil:
+		return nil, false, fmt.Errorf("put takeover marker %s: %w", marker, err)
 	}
-	if err == nil {
-		t.cfg.Logger.Info("took over the shared tier's fill of a gateway that stopped renewing its lease",
-			"route", t.cfg.Route, "digest", d.String())
+	l, err := t.acquire(ctx, d, etag)
+	if err != nil {
+		if rerr := t.remove(ctx, marker); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		if errors.Is(err, errLeaseHeld) {
+			return nil, true, nil
+		}
+		return nil, false, err
 	}
-	return l, false, err
+	l.marker = marker
+	t.cfg.Logger.Info("took over the shared tier's fill of a gateway that stopped renewing its lease",
+		"route", t.cfg.Route, "digest", d.String())
+	return l, false, nil
 }
 
 // pause waits delay, or until ctx or the Tier ends.

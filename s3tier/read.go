@@ -48,7 +48,7 @@ func (t *Tier) open(ctx context.Context, d digest, oi minio.ObjectInfo) (httpcac
 		defer cancel()
 		return obj.Close()
 	}}
-	return httpcache.Fetched{Body: body, Header: h, Size: oi.Size}, nil
+	return httpcache.Fetched{Body: body, Header: h, Size: oi.Size, FromCache: true}, nil
 }
 
 // dropCorrupt removes the object of d that did not match it, counts and

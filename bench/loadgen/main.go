@@ -6,6 +6,7 @@
 //	loadgen run -pki DIR -out results.jsonl -upstream-pid PID \
 //	    -target name=haproxy,splice=ADDR,bridge=ADDR,pid=PID [-target ...]
 //	loadgen report -in results.jsonl -out results.md
+//	loadgen fleet -pki DIR -mode pull|hit -gateways ADDR,ADDR,ADDR   # bench/fleet/run.sh
 //	perf script -F comm,period,ip,sym,dso | loadgen syscalls -comm NAME -conns N
 //
 // It imports only the standard library, so that it measures every proxy
@@ -29,15 +30,16 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen certs|upstream|run|report|syscalls [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen certs|upstream|run|report|syscalls|fleet [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
 		"certs": cmdCerts, "upstream": cmdUpstream, "run": cmdRun, "report": cmdReport, "syscalls": cmdSyscalls,
+		"fleet": cmdFleet,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "loadgen: unknown command %q (want certs, upstream, run, report or syscalls)\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "loadgen: unknown command %q (want certs, upstream, run, report, syscalls or fleet)\n", os.Args[1])
 		os.Exit(2)
 	}
 	if err := cmd(os.Args[2:]); err != nil {

@@ -35,7 +35,7 @@ func (s Local) Get(ctx context.Context, digest string) (httpcache.Entry, bool) {
 func (s Local) Fill(ctx context.Context, digest string, fetch httpcache.FetchFunc) (httpcache.Entry, error) {
 	e, err := s.C.Fill(ctx, digest, func(ctx context.Context) (regcache.Fetched, error) {
 		f, err := fetch(ctx)
-		return regcache.Fetched{Body: f.Body, Header: f.Header, Size: f.Size}, err
+		return regcache.Fetched{Body: f.Body, Header: f.Header, Size: f.Size, FromCache: f.FromCache}, err
 	})
 	switch {
 	case errors.Is(err, regcache.ErrBypass):

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,19 +27,24 @@ import (
 
 // The fleet world (TestSharedCacheFleet), beside the shared one:
 //
-//	           ┌─ 10.77.3i.0/24 ─ fleet-i (snigate, i = a b c) ─ 10.77.2i.0/24 ─ registry (A, B)
+//	fleet-n0..7 ─ 10.77.6k.0/24 ─┐
+//	           ┌─ 10.77.3i.0/24 ─ fleet-i (snigate, i = a b c d) ─ 10.77.2i.0/24 ─ registry (A, B)
 //	fleet-node ┤                      │ 10.77.4i.0/24
 //	           └─ ...                 └──── fleet-s3 (SeaweedFS at 10.77.40.1)
 //
 // Each gateway has its own cache directory and the same bucket; the uplink
 // of the fleet is the sum of the gateways' links to the registry namespace.
+// Gateways a, b and c start with the fleet; d, the fourth, is started
+// later, empty. Nodes n0..n7 pull with skopeo through gateway k%3 (their
+// /etc/hosts), n8 through d; fleet-node reaches every gateway by address
+// (the tests' own GETs).
 const (
-	fleetSize    = 3
-	fleetPulls   = 8 // parallel GETs of the layer, spread over the gateways
+	fleetSize    = 3 // gateways started with the fleet
+	fleetFourth  = 3 // the index of the gateway started later
 	fleetS3Addr  = "10.77.40.1"
 	fleetS3Port  = "8333"
 	fleetBucket  = "snigate-cache"
-	fleetNSNames = "abc"
+	fleetNSNames = "abcd"
 )
 
 // fleet is the world of TestSharedCacheFleet.
@@ -50,22 +54,25 @@ type fleet struct {
 	node   *netns
 	store  *netns
 	gws    []*gateway
-	dirs   []string // the gateways' cache directories
+	dirs   []string     // the gateways' cache directories
+	nodes  []*fleetNode // fleetNodes through the first three, then one through the fourth
 	weed   *proc
 	keys   [2]string
 	tlsCfg *tls.Config // what a node offers the gateways
 }
 
 // TestSharedCacheFleet is issue 31 end to end, its steps in order: three
-// gateways with one SeaweedFS bucket and empty caches; 8 nodes' GETs of a
-// 100 MiB layer through all three at once: the registry logs one GET of
-// the layer, the fleet's uplink carries less than 1.3x its size, every GET
-// gets the layer's bytes; a gateway started again with an empty cache
-// serves it without the registry; an object corrupted in the bucket is not
+// gateways with one SeaweedFS bucket and empty caches; 8 nodes pull (skopeo)
+// an image with a 100 MiB layer through all three at once: every pull has
+// the pushed digests, the registry logs one GET of the layer, the fleet's
+// uplink (and its snigate_cache_upstream_bytes_total) less than 1.3x its
+// size; a fourth gateway started empty serves it to a node without a
+// registry GET of the layer; an object corrupted in the bucket is not
 // served and is replaced; SeaweedFS killed: a pull goes on through the
-// registry, restarted: used again; a gateway SIGKILLed mid-fill: the pulls
-// through the others complete (after its lease's 30s) and the bucket holds
-// the layer's exact bytes.
+// registry (the failures counted), restarted: used again; a gateway
+// SIGKILLed mid-fill: the pulls through the others complete (one takes
+// its lease over after 30s), and neither the bucket nor any cache
+// directory holds anything partial.
 func TestSharedCacheFleet(t *testing.T) {
 	w := getWorld(t)
 	if _, err := os.Stat(weedtest.Binary); err != nil {
@@ -74,71 +81,11 @@ func TestSharedCacheFleet(t *testing.T) {
 	img := w.pushCachedImage(t)
 	f := newFleet(t, w)
 
-	t.Run("parallel GETs through three gateways: one registry GET", func(t *testing.T) {
-		before := f.uplinkRxBytes(t)
-		f.parallelGets(t, img, fleetPulls)
-		w.waitRegistryRequests(t, "GET", img.layerURI, 1)
-		if n := w.registryRequests(t, "GET", img.layerURI); n != 1 {
-			t.Errorf("the registry logged %d GETs of the layer for the fleet, want 1", n)
-		}
-		up := f.uplinkRxBytes(t) - before
-		t.Logf("the fleet's uplink carried %d bytes for a %d-byte layer (%.2fx)", up, img.size, float64(up)/float64(img.size))
-		if float64(up) > uplinkFactor*float64(img.size) {
-			t.Errorf("uplink carried %d bytes, more than %.1fx the layer (%d)", up, uplinkFactor, img.size)
-		}
-	})
-
-	t.Run("a gateway started empty serves it from the bucket", func(t *testing.T) {
-		g := f.gws[fleetSize-1]
-		if err := g.proc.stop(); err != nil {
-			t.Fatalf("snigate did not exit 0 on SIGTERM: %v", err)
-		}
-		if err := os.RemoveAll(f.dirs[fleetSize-1]); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.getLayer(fleetSize-1, img); err != nil {
-			t.Fatal(err)
-		}
-		if n := w.registryRequests(t, "GET", img.layerURI); n != 1 {
-			t.Errorf("the registry logged %d GETs of the layer, want still 1", n)
-		}
-	})
-
-	t.Run("an object corrupted in the bucket is not served and is replaced", func(t *testing.T) {
-		f.corruptObject(t, img)
-		f.restartEmpty(t, fleetSize-1)
-		if err := f.getLayer(fleetSize-1, img); err != nil {
-			t.Fatal(err)
-		}
-		w.waitRegistryRequests(t, "GET", img.layerURI, 2)
-		f.waitObject(t, img)
-	})
-
-	t.Run("SeaweedFS stopped: pulls go on; restarted: used again", func(t *testing.T) {
-		f.weed.kill()
-		f.restartEmpty(t, fleetSize-1)
-		if err := f.getLayer(fleetSize-1, img); err != nil {
-			t.Fatal(err)
-		}
-		w.waitRegistryRequests(t, "GET", img.layerURI, 3)
-		f.startWeed(t)
-		f.restartEmpty(t, fleetSize-1)
-		if err := f.getLayer(fleetSize-1, img); err != nil {
-			t.Fatal(err)
-		}
-		if n := w.registryRequests(t, "GET", img.layerURI); n != 3 {
-			t.Errorf("the registry logged %d GETs of the layer after the store came back, want still 3", n)
-		}
-	})
-
-	t.Run("a gateway killed mid-fill: the others complete, nothing partial is stored", func(t *testing.T) {
-		img2 := w.pushCachedImage(t)
-		f.killMidFill(t, img2)
-		f.waitObject(t, img2)
-	})
+	t.Run("8 nodes pull through three gateways at once: one registry GET", func(t *testing.T) { f.checkFleetPull(t, img) })
+	t.Run("a fourth gateway started empty serves it from the bucket", func(t *testing.T) { f.checkFourthGateway(t, img) })
+	t.Run("an object corrupted in the bucket is not served and is replaced", func(t *testing.T) { f.checkCorruptObject(t, img) })
+	t.Run("SeaweedFS stopped: pulls go on; restarted: used again", func(t *testing.T) { f.checkStoreOutage(t, img) })
+	t.Run("a gateway killed mid-fill: the others complete, nothing partial is stored", func(t *testing.T) { f.checkKilledMidFill(t, img) })
 }
 
 // restartEmpty stops gateway i, empties its cache directory and starts it.
@@ -153,85 +100,6 @@ func (f *fleet) restartEmpty(t *testing.T, i int) {
 	}
 	if err := g.start(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// objectKey is the bucket's key of digest.
-func objectKey(digest string) string {
-	hex := strings.TrimPrefix(digest, "sha256:")
-	return "e2e/sha256/" + hex[:2] + "/" + hex
-}
-
-// corruptObject overwrites the layer's object with other bytes of the
-// same length, its metadata still naming the digest.
-func (f *fleet) corruptObject(t *testing.T, img *cachedImage) {
-	t.Helper()
-	bad := strings.Repeat("x", int(img.size))
-	_, err := f.s3Client(t).PutObject(context.Background(), fleetBucket, objectKey(img.layer), strings.NewReader(bad), img.size,
-		minio.PutObjectOptions{UserMetadata: map[string]string{"Digest": img.layer}})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitObject waits until the bucket holds exactly the layer's bytes.
-func (f *fleet) waitObject(t *testing.T, img *cachedImage) {
-	t.Helper()
-	cl := f.s3Client(t)
-	err := poll(startTries, 5*pollStep, func() error {
-		obj, err := cl.GetObject(context.Background(), fleetBucket, objectKey(img.layer), minio.GetObjectOptions{})
-		if err != nil {
-			return err
-		}
-		defer obj.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, obj); err != nil {
-			return err
-		}
-		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != img.layer {
-			return fmt.Errorf("the bucket's object has digest %s, want %s", got, img.layer)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// killMidFill starts a GET of img's layer through gateway 0 alone (the
-// fleet's fill: it takes the lease), SIGKILLs it after the first MiB, then
-// GETs the layer through the two others, which must complete.
-func (f *fleet) killMidFill(t *testing.T, img *cachedImage) {
-	t.Helper()
-	conn, err := tlsDialIn(f.node, gatewayAddr(0)+":443", f.tlsCfg.Clone())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(2 * cmdTimeout))
-	req, _ := http.NewRequest(http.MethodGet, "https://"+registryHost+img.layerURI, nil)
-	if err := req.Write(conn); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET through gateway 0: %v %v", resp, err)
-	}
-	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
-		t.Fatalf("first MiB: %v", err)
-	}
-	f.gws[0].proc.kill()
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	for i := 1; i < fleetSize; i++ {
-		wg.Go(func() { errs <- f.getLayer(i, img) })
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
 	}
 }
 
@@ -252,6 +120,9 @@ func newFleet(t *testing.T, w *world) *fleet {
 		if r := g.snigate("check", "-c", g.config); r.err != nil {
 			t.Fatalf("snigate check rejects the configuration:\n%s", r)
 		}
+		if i == fleetFourth {
+			continue // started by its step
+		}
 		if err := g.start(); err != nil {
 			t.Fatalf("start %s: %v", g.log, err)
 		}
@@ -260,7 +131,7 @@ func newFleet(t *testing.T, w *world) *fleet {
 }
 
 func (f *fleet) makeNamespaces() error {
-	for _, role := range []string{"fleet-node", "fleet-s3", "fleet-a", "fleet-b", "fleet-c"} {
+	for _, role := range []string{"fleet-node", "fleet-s3", "fleet-a", "fleet-b", "fleet-c", "fleet-d"} {
 		ns, err := newNetns(role)
 		if ns != nil {
 			f.nsList = append(f.nsList, ns)
@@ -273,12 +144,17 @@ func (f *fleet) makeNamespaces() error {
 	if err := f.store.addAddr("lo", fleetS3Addr+"/32"); err != nil {
 		return err
 	}
-	for i := range fleetSize {
+	for i := range len(fleetNSNames) {
 		if err := f.linkGateway(i, f.nsList[2+i]); err != nil {
 			return err
 		}
 	}
-	return nil
+	for k := range fleetNodes {
+		if err := f.addNode(k, k%fleetSize); err != nil {
+			return err
+		}
+	}
+	return f.addNode(fleetNodes, fleetFourth)
 }
 
 // linkGateway links gateway i to the node, the registries and the store.
@@ -419,27 +295,6 @@ routes:
 		filepath.Join(serveCA, "ca.crt"), filepath.Join(serveCA, "ca.key"),
 		f.w.edge.certFile, f.w.edge.keyFile, f.w.registryCA.file, f.dirs[i],
 		fleetS3Addr, fleetS3Port, fleetBucket, f.keys[0], f.keys[1])
-}
-
-// parallelGets sends n GETs of the layer from the node at once, spread
-// over the gateways; each must read the layer's exact bytes.
-func (f *fleet) parallelGets(t *testing.T, img *cachedImage, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() { errs <- f.getLayer(i%fleetSize, img) })
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
 }
 
 // getLayer GETs the layer through gateway i from the node and checks its

@@ -1,0 +1,63 @@
+package s3tier
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// TestDeadGatewaysLeaseTakenOverOnceOnSeaweedFS: three gateways find the
+// lease of a dead one at the same moment and each sees it unchanged for
+// LeaseTTL; on SeaweedFS one of them takes it over (through the takeover
+// marker), the registry is asked once, and neither lease nor marker is
+// left. (SeaweedFS checks If-Match without a lock, so two takeovers whose
+// PUTs overlap both succeeded before the marker; this test does not force
+// the overlap, TestDeadOwnersLeaseTakenOverByOneOfSeveralWaiters does.)
+func TestDeadGatewaysLeaseTakenOverOnceOnSeaweedFS(t *testing.T) {
+	w := startWeed(t)
+	reg := newRegistry(64 << 10)
+	gws := []*gateway{newGateway(t, w, "a"), newGateway(t, w, "b"), newGateway(t, w, "c")}
+	d, _ := parseDigest(reg.digest)
+	if _, err := w.Client.PutObject(context.Background(), testBucket, gws[0].tier.leaseKey(d),
+		strings.NewReader(`{"owner":"dead","digest":"`+reg.digest+`","beat":7}`), -1, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gws {
+		clock := time.Unix(1_700_000_000, 0)
+		var mu sync.Mutex
+		g.tier.now = func() time.Time { // each look is a third of the TTL later
+			mu.Lock()
+			defer mu.Unlock()
+			clock = clock.Add(g.tier.cfg.LeaseTTL / 3)
+			return clock
+		}
+		g.tier.pauseFunc = func(context.Context, time.Duration) error { return nil }
+	}
+	var wg sync.WaitGroup
+	for _, g := range gws {
+		wg.Go(func() {
+			e, err := g.store.Fill(context.Background(), reg.digest, reg.fetch)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			readAll(t, e, reg.body)
+		})
+	}
+	wg.Wait()
+	took := 0
+	for _, g := range gws {
+		g.tier.wg.Wait()
+		took += strings.Count(g.logBuf.String(), "took over")
+	}
+	if n := reg.fetches.Load(); n != 1 || took != 1 {
+		t.Errorf("registry fetches = %d, takeovers = %d, want 1 and 1", n, took)
+	}
+	for oi := range w.Client.ListObjects(context.Background(), testBucket, minio.ListObjectsOptions{Prefix: "test/leases/", Recursive: true}) {
+		t.Errorf("left in the bucket: %s %v", oi.Key, oi.Err)
+	}
+}
