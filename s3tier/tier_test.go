@@ -144,16 +144,49 @@ func TestGatewaysRacingOneDigestFetchOnce(t *testing.T) {
 	reg := newRegistry(6 << 20)
 	reg.hold = make(chan struct{})
 	reg.fetched = make(chan int32, 8)
+	pauses, twoWait := countedPauses(2)
+	var gws []*gateway
+	for _, name := range []string{"a", "b", "c"} {
+		g := newGateway(t, w, name)
+		g.tier.pauseFunc = pauses(name)
+		gws = append(gws, g)
+	}
+	errs := fillAll(gws, reg)
+	// the registry answers once two gateways wait on the third's lease (or
+	// once a second gateway fetches: the lease failed, the test fails)
+	for waiting := false; !waiting; {
+		select {
+		case <-twoWait:
+			waiting = true
+		case n := <-reg.fetched:
+			waiting = n > 1
+		}
+	}
+	close(reg.hold)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := reg.fetches.Load(); n != 1 {
+		t.Fatalf("registry fetches = %d, want 1 for the fleet", n)
+	}
+}
+
+// countedPauses returns the tiers' pause functions by gateway name (a
+// real wait of d, cut by ctx) and a channel closed once n gateways have
+// paused, that is, waited on another's lease.
+func countedPauses(n int) (func(name string) func(context.Context, time.Duration) error, <-chan struct{}) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	twoWait := make(chan struct{})
-	pauseOf := func(name string) func(context.Context, time.Duration) error {
+	done := make(chan struct{})
+	return func(name string) func(context.Context, time.Duration) error {
 		return func(ctx context.Context, d time.Duration) error {
 			mu.Lock()
 			if !seen[name] {
 				seen[name] = true
-				if len(seen) == 2 {
-					close(twoWait)
+				if len(seen) == n {
+					close(done)
 				}
 			}
 			mu.Unlock()
@@ -166,15 +199,15 @@ func TestGatewaysRacingOneDigestFetchOnce(t *testing.T) {
 				return ctx.Err()
 			}
 		}
-	}
-	var gws []*gateway
-	for _, name := range []string{"a", "b", "c"} {
-		g := newGateway(t, w, name)
-		g.tier.pauseFunc = pauseOf(name)
-		gws = append(gws, g)
-	}
-	var wg sync.WaitGroup
+	}, done
+}
+
+// fillAll fills reg's digest through every gateway at once; the channel
+// gets each fill's error (nil: the whole body, byte for byte) and is
+// closed when all have ended.
+func fillAll(gws []*gateway, reg *registry) <-chan error {
 	errs := make(chan error, len(gws))
+	var wg sync.WaitGroup
 	for _, g := range gws {
 		wg.Go(func() {
 			e, err := g.store.Fill(context.Background(), reg.digest, reg.fetch)
@@ -190,27 +223,8 @@ func TestGatewaysRacingOneDigestFetchOnce(t *testing.T) {
 			errs <- err
 		})
 	}
-	// the registry answers once two gateways wait on the third's lease (or
-	// once a second gateway fetches: the lease failed, the test fails)
-	for waiting := false; !waiting; {
-		select {
-		case <-twoWait:
-			waiting = true
-		case n := <-reg.fetched:
-			waiting = n > 1
-		}
-	}
-	close(reg.hold)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := reg.fetches.Load(); n != 1 {
-		t.Fatalf("registry fetches = %d, want 1 for the fleet", n)
-	}
+	go func() { wg.Wait(); close(errs) }()
+	return errs
 }
 
 // TestLeaseOfDeadGatewayTakenOver: a lease left by a gateway that died
