@@ -114,7 +114,3 @@ func linkPull(t *testing.T, g *gateway, reg *linkRegistry, auth string) (int, []
 	return rec.Code, rec.Body.Bytes(), ann.Facts().Cache
 }
 
-// roundTripper is an http.RoundTripper of a function.
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
