@@ -1,0 +1,70 @@
+package httpbridge
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSmallResponseInOneTLSRecord: a manifest-sized response (headers
+// and a 3,000-byte body) reaches the node in one TLS record, that is one
+// write system call of the gateway. The bug: the node leg kept
+// crypto/tls's dynamic record sizing, which sends the first records of a
+// connection in ~1.2 KiB pieces growing by that much per record, so a
+// manifest on a fresh connection cost two to three records and as many
+// writes (nginx's ssl_buffer_size sends 16 KiB records from the start).
+func TestSmallResponseInOneTLSRecord(t *testing.T) {
+	p := newTestPKI(t)
+	body := make([]byte, 3000)
+	up := startUpstream(t, p.upstreamTLS("h2", "http/1.1"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(body)
+		}
+	}))
+	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}})
+	raw, err := net.Dial("tcp", w.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records atomic.Int64
+	c := tls.Client(&recordCounter{Conn: raw, records: &records}, &tls.Config{
+		RootCAs: p.ca.Pool(), ServerName: registryName, NextProtos: []string{"http/1.1"},
+	})
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(waitLimit))
+	br := bufio.NewReader(c)
+	// A HEAD first, so that what the handshake sends after it (the
+	// session ticket) is read before counting.
+	exchange(t, c, br, http.MethodHead, 0)
+	records.Store(0)
+	exchange(t, c, br, http.MethodGet, len(body))
+	if n := records.Load(); n != 1 {
+		t.Errorf("the response came in %d TLS records, want 1 (headers and body together)", n)
+	}
+}
+
+// exchange sends one request for the manifest on c and reads its answer
+// whole, failing unless it is a 200 with a body of want bytes.
+func exchange(t *testing.T, c io.Writer, br *bufio.Reader, method string, want int) {
+	t.Helper()
+	if _, err := fmt.Fprintf(c, "%s /v2/team/app/manifests/v1 HTTP/1.1\r\nHost: %s\r\n\r\n", method, registryName); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || n != int64(want) {
+		t.Fatalf("%s: status %d, %d bytes (want %d), %v", method, resp.StatusCode, n, want, err)
+	}
+}
