@@ -25,7 +25,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := b.authOf(r)
 	api := oci.ParseURL(r.URL)
 	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api), auth: auth}
-	b.cfg.Metrics.begin(b.cfg.Route)
+	b.metrics.begin()
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
 	if ref != nil {
@@ -61,7 +61,7 @@ type request struct {
 func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal) {
 	rq.ann.Fail(errors.New("refused: "+ref.msg), false)
 	rq.refusal = ref.reason
-	b.cfg.Metrics.refusal(b.cfg.Route, ref.reason)
+	b.metrics.refusal(ref.reason)
 	b.warn.Log(b.log, slog.LevelWarn, "refused/"+ref.reason, "http request refused",
 		"route", b.cfg.Route, "client", clientString(nc), "node", bound(nc.Node, MaxAuditField),
 		"method", bound(r.Method, MaxAuditField), "host", bound(r.Host, MaxAuditField),
@@ -89,7 +89,7 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 		err, p = fmt.Errorf("internal error: %v", p), http.ErrAbortHandler
 	}
 	d := time.Since(rq.start)
-	b.cfg.Metrics.done(b.cfg.Route, rq.api.Kind, rq.rec.status, d)
+	b.metrics.done(rq.api.Kind, rq.rec.status, d)
 	if rq.api.Digest != "" {
 		digest = rq.api.Digest
 	} else if digest == "" {
