@@ -24,7 +24,8 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	auth := b.authOf(r)
 	api := oci.ParseURL(r.URL)
-	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api), auth: auth}
+	rq := &request{start: time.Now(), api: api, ann: oci.NewAnnotation(api), auth: auth}
+	rq.w.ResponseWriter, rq.rec = w, &rq.w
 	b.metrics.begin()
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
@@ -49,12 +50,16 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type request struct {
 	start time.Time
 	api   oci.API
-	rec   *recorder
+	rec   *recorder       // &w
 	ann   *oci.Annotation // the facts the links report
 	// refusal is the policy's reason when the gateway refused the
 	// request itself, for the audit's aggregation.
 	refusal string
 	auth    string // AuthGateway, AuthNode or AuthNone
+	// w and record are rec's and the audit record's room, allocated
+	// with the request.
+	w      recorder
+	record AuditRecord
 }
 
 // refuse answers a refused request with the OCI error DENIED.
@@ -95,7 +100,8 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	} else if digest == "" {
 		digest = rq.api.Mount
 	}
-	rec := &AuditRecord{
+	rec := &rq.record // Audit.Write keeps no pointer to it
+	*rec = AuditRecord{
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
 		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
 		Cache: facts.Cache, Signature: facts.Signature, Upstream: up, Auth: rq.auth, Refusal: rq.refusal, Conn: nc.ID,
