@@ -24,8 +24,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	auth := b.authOf(r)
 	api := oci.ParseURL(r.URL)
-	rq := &request{start: time.Now(), api: api, ann: oci.NewAnnotation(api), auth: auth}
-	rq.w.ResponseWriter, rq.rec = w, &rq.w
+	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api), auth: auth}
 	b.metrics.begin()
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
@@ -56,10 +55,6 @@ type request struct {
 	// request itself, for the audit's aggregation.
 	refusal string
 	auth    string // AuthGateway, AuthNode or AuthNone
-	// w and record are rec's and the audit record's room, allocated
-	// with the request.
-	w      recorder
-	record AuditRecord
 }
 
 // refuse answers a refused request with the OCI error DENIED.
@@ -100,8 +95,7 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	} else if digest == "" {
 		digest = rq.api.Mount
 	}
-	rec := &rq.record // Audit.Write keeps no pointer to it
-	*rec = AuditRecord{
+	rec := &AuditRecord{ // on the stack: Audit.Write keeps no pointer to it
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
 		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
 		Cache: facts.Cache, Signature: facts.Signature, Upstream: up, Auth: rq.auth, Refusal: rq.refusal, Conn: nc.ID,
