@@ -24,7 +24,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	auth := b.authOf(r)
 	api := oci.ParseURL(r.URL)
-	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api), auth: auth}
+	rq := &request{start: time.Now(), api: api, rec: newRecorder(w, r.ProtoMajor), ann: oci.NewAnnotation(api), auth: auth}
 	b.metrics.begin()
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
@@ -77,6 +77,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 // http.ErrAbortHandler, which it passes on).
 func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	p := recover()
+	rq.rec.end(p != nil) // the last bytes of an HTTP/2 body, before the record counts them
 	facts := rq.ann.Facts()
 	up, digest, err, aborted := facts.Upstream, facts.Digest, facts.Err, facts.Aborted
 	if err == nil && rq.rec.err != nil {

@@ -68,3 +68,40 @@ func exchange(t *testing.T, c io.Writer, br *bufio.Reader, method string, want i
 		t.Fatalf("%s: status %d, %d bytes (want %d), %v", method, resp.StatusCode, n, want, err)
 	}
 }
+
+// TestH2BodyFrameInOneTLSRecord: an HTTP/2 response body reaches the node
+// in DATA frames of one TLS record each. The bug: the HTTP/2 server cut
+// the proxy's 32 KiB writes into frames of 16 KiB of payload, each one
+// 9 bytes over a record's 16 KiB, so every frame took two records and
+// two write system calls (a 64 KiB body: 10 records with the headers
+// and the empty END_STREAM frame, 6 now).
+func TestH2BodyFrameInOneTLSRecord(t *testing.T) {
+	const size = 64 << 10
+	p := newTestPKI(t)
+	up := startUpstream(t, p.upstreamTLS("h2", "http/1.1"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		_, _ = w.Write(make([]byte, size))
+	}))
+	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}})
+	var records atomic.Int64
+	node := benchNode(t, w, "h2", true, &records)
+	get := func() {
+		t.Helper()
+		resp, err := node.Get("https://" + registryName + "/v2/team/app/blobs/" + dgst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || n != size || resp.ProtoMajor != 2 {
+			t.Fatalf("status %d, %d bytes, HTTP/%d, %v", resp.StatusCode, n, resp.ProtoMajor, err)
+		}
+	}
+	get() // the connection's SETTINGS and their acknowledgement
+	records.Store(0)
+	get()
+	frames := (size + h2FramePayload - 1) / h2FramePayload
+	if n := records.Load(); n > int64(1+frames) {
+		t.Errorf("the response came in %d TLS records, want at most %d (HEADERS, then one per DATA frame)", n, 1+frames)
+	}
+}
