@@ -2,6 +2,7 @@ package httpbridge
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -103,5 +104,36 @@ func TestH2BodyFrameInOneTLSRecord(t *testing.T) {
 	frames := (size + h2FramePayload - 1) / h2FramePayload
 	if n := records.Load(); n > int64(1+frames) {
 		t.Errorf("the response came in %d TLS records, want at most %d (HEADERS, then one per DATA frame)", n, 1+frames)
+	}
+}
+
+// TestH2StreamedBodyNotHeldBack: an HTTP/2 response of unknown length
+// that the registry flushes in pieces reaches the node piece by piece:
+// gathering frames (h2Frames) never holds back bytes the proxy flushed.
+func TestH2StreamedBodyNotHeldBack(t *testing.T) {
+	p := newTestPKI(t)
+	next := make(chan struct{})
+	up := startUpstream(t, p.upstreamTLS("h2", "http/1.1"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		for range 3 {
+			_, _ = io.WriteString(w, "piece")
+			http.NewResponseController(w).Flush()
+			<-next
+		}
+	}))
+	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit) // a failure deadline
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+registryName+"/v2/team/app/manifests/v1", nil)
+	resp, err := w.node(t, "h2").Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 5)
+	for i := range 3 {
+		if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "piece" {
+			t.Fatalf("piece %d: %q, %v (held back until the registry sends more?)", i, buf, err)
+		}
+		next <- struct{}{}
 	}
 }
