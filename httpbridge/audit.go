@@ -79,13 +79,15 @@ type auditLine struct {
 	// reason were counted, not written, since the previous record for
 	// them (DefaultAuditRefusalWindow).
 	Suppressed int `json:"suppressed,omitempty"`
+
+	at time.Time // the record's Time, formatted into Time by the writer (final)
 }
 
 // line is the record's JSON form, every string within its bound
 // (MaxAuditField, MaxAuditError).
 func (r *AuditRecord) line() auditLine {
 	return auditLine{
-		Time: r.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Route: r.Route, Client: r.Client, Node: r.Node,
+		at: r.Time, Route: r.Route, Client: r.Client, Node: r.Node,
 		Method: r.Method, Repository: r.API.Repository, Kind: r.API.Kind, Reference: r.API.Reference, From: r.API.From,
 		Digest: r.Digest, Status: r.Status, Bytes: r.Bytes,
 		DurationMS: float64(r.Duration.Microseconds()) / 1000, Cache: r.Cache, Signature: r.Signature, Upstream: r.Upstream, Error: r.Error,
@@ -271,7 +273,7 @@ func (f *auditFile) writeBatch(l auditLine) {
 	f.buf.Reset()
 	n := 0
 	for {
-		_ = f.enc.Encode(l) // a struct of strings and numbers always encodes
+		_ = f.enc.Encode(l.final()) // a struct of strings and numbers always encodes
 		n++
 		if f.buf.Len() >= auditBatch || len(f.reopen) > 0 {
 			break

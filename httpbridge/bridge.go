@@ -33,6 +33,7 @@ type Bridge struct {
 	proxy    *httputil.ReverseProxy
 	errLog   *log.Logger // net/http's and ReverseProxy's, at Debug
 	warn     ratelog.Limiter
+	metrics  *routeMetrics // the route's series of the request path
 	// next is what admitted requests go to: the chain over proxy.
 	next http.Handler
 
@@ -66,6 +67,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.proxy = b.newProxy()
 	b.next = b.chainHandler()
 	cfg.Metrics.InitRoute(cfg.Route)
+	b.metrics = cfg.Metrics.forRoute(cfg.Route)
 	return b, nil
 }
 

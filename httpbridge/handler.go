@@ -24,8 +24,8 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	auth := b.authOf(r)
 	api := oci.ParseURL(r.URL)
-	rq := &request{start: time.Now(), api: api, rec: &recorder{ResponseWriter: w}, ann: oci.NewAnnotation(api), auth: auth}
-	b.cfg.Metrics.begin(b.cfg.Route)
+	rq := &request{start: time.Now(), api: api, rec: newRecorder(w, r.ProtoMajor), ann: oci.NewAnnotation(api), auth: auth}
+	b.metrics.begin()
 	defer b.finish(r, nc, rq)
 	host, ref := b.policy.check(r, nc.SNI, nc.port, rq.api)
 	if ref != nil {
@@ -49,7 +49,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type request struct {
 	start time.Time
 	api   oci.API
-	rec   *recorder
+	rec   *recorder       // &w
 	ann   *oci.Annotation // the facts the links report
 	// refusal is the policy's reason when the gateway refused the
 	// request itself, for the audit's aggregation.
@@ -61,7 +61,7 @@ type request struct {
 func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal) {
 	rq.ann.Fail(errors.New("refused: "+ref.msg), false)
 	rq.refusal = ref.reason
-	b.cfg.Metrics.refusal(b.cfg.Route, ref.reason)
+	b.metrics.refusal(ref.reason)
 	b.warn.Log(b.log, slog.LevelWarn, "refused/"+ref.reason, "http request refused",
 		"route", b.cfg.Route, "client", clientString(nc), "node", bound(nc.Node, MaxAuditField),
 		"method", bound(r.Method, MaxAuditField), "host", bound(r.Host, MaxAuditField),
@@ -77,6 +77,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 // http.ErrAbortHandler, which it passes on).
 func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	p := recover()
+	rq.rec.end(p != nil) // the last bytes of an HTTP/2 body, before the record counts them
 	facts := rq.ann.Facts()
 	up, digest, err, aborted := facts.Upstream, facts.Digest, facts.Err, facts.Aborted
 	if err == nil && rq.rec.err != nil {
@@ -89,13 +90,13 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 		err, p = fmt.Errorf("internal error: %v", p), http.ErrAbortHandler
 	}
 	d := time.Since(rq.start)
-	b.cfg.Metrics.done(b.cfg.Route, rq.api.Kind, rq.rec.status, d)
+	b.metrics.done(rq.api.Kind, rq.rec.status, d)
 	if rq.api.Digest != "" {
 		digest = rq.api.Digest
 	} else if digest == "" {
 		digest = rq.api.Mount
 	}
-	rec := &AuditRecord{
+	rec := &AuditRecord{ // on the stack: Audit.Write keeps no pointer to it
 		Time: rq.start, Route: b.cfg.Route, Client: clientString(nc), Node: nc.Node, Method: r.Method,
 		API: rq.api, Digest: digest, Status: rq.rec.status, Bytes: rq.rec.bytes, Duration: d,
 		Cache: facts.Cache, Signature: facts.Signature, Upstream: up, Auth: rq.auth, Refusal: rq.refusal, Conn: nc.ID,

@@ -2,6 +2,7 @@ package httpbridge
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,9 @@ type Metrics struct {
 	redirects *prometheus.CounterVec   // route, result
 	dropped   *prometheus.CounterVec   // reason
 	floods    *prometheus.CounterVec   // route
+
+	mu      sync.Mutex
+	deleted map[string]int // DeleteRoute's calls per route
 }
 
 // Label values of snigate_http_audit_dropped_total's reason.
@@ -106,28 +110,119 @@ func (m *Metrics) DeleteRoute(route string) {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	if m.deleted == nil {
+		m.deleted = make(map[string]int)
+	}
+	m.deleted[route]++
+	m.mu.Unlock()
 	metricvec.DeleteRoute(route, m.requests, m.duration, m.inFlight, m.refused, m.retries, m.redirects, m.floods)
 }
 
-func (m *Metrics) begin(route string) {
-	if m != nil {
-		m.inFlight.WithLabelValues(route).Inc()
+// deletions is how many times DeleteRoute removed route's series.
+func (m *Metrics) deletions(route string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.deleted[route]
+}
+
+// routeMetrics are one route's series of the request path, looked up
+// once when the route's bridge is built (WithLabelValues hashes every
+// label and takes the vector's lock: four times a request otherwise).
+// A nil *routeMetrics records nothing.
+type routeMetrics struct {
+	m        *Metrics
+	route    string
+	gen      int // m.deletions(route) when built: a later deletion removed the route
+	inFlight prometheus.Gauge
+	duration map[oci.Kind]prometheus.Observer // every oci.Kinds
+	refused  map[string]prometheus.Counter    // every refusalReasons
+
+	mu       sync.RWMutex
+	requests map[kindCode]prometheus.Counter // created at a (kind, code)'s first request
+}
+
+// kindCode is a label pair of snigate_http_requests_total.
+type kindCode struct {
+	kind oci.Kind
+	code int
+}
+
+// forRoute returns route's series of the request path (nil for a nil
+// m). Series deleted by DeleteRoute are not recreated by a bridge that
+// still serves the removed route.
+func (m *Metrics) forRoute(route string) *routeMetrics {
+	if m == nil {
+		return nil
+	}
+	rm := &routeMetrics{
+		m: m, route: route, gen: m.deletions(route), inFlight: m.inFlight.WithLabelValues(route),
+		duration: make(map[oci.Kind]prometheus.Observer, len(oci.Kinds)),
+		refused:  make(map[string]prometheus.Counter, len(refusalReasons)),
+		requests: make(map[kindCode]prometheus.Counter),
+	}
+	for _, k := range oci.Kinds {
+		rm.duration[k] = m.duration.WithLabelValues(route, string(k))
+	}
+	for _, r := range refusalReasons {
+		rm.refused[r] = m.refused.WithLabelValues(route, r)
+	}
+	return rm
+}
+
+func (rm *routeMetrics) begin() {
+	if rm != nil {
+		rm.inFlight.Inc()
 	}
 }
 
 // done counts a finished request.
-func (m *Metrics) done(route string, kind oci.Kind, status int, d time.Duration) {
-	if m == nil {
+func (rm *routeMetrics) done(kind oci.Kind, status int, d time.Duration) {
+	if rm == nil {
 		return
 	}
-	m.inFlight.WithLabelValues(route).Dec()
-	m.requests.WithLabelValues(route, string(kind), strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route, string(kind)).Observe(d.Seconds())
+	rm.inFlight.Dec()
+	rm.counter(kind, status).Inc()
+	if obs := rm.duration[kind]; obs != nil { // every kind ParseURL returns
+		obs.Observe(d.Seconds())
+	}
 }
 
-func (m *Metrics) refusal(route, reason string) {
-	if m != nil {
-		m.refused.WithLabelValues(route, reason).Inc()
+// removed reports whether DeleteRoute removed the route's series since
+// rm was built (a reload removed the route while this bridge served its
+// last requests): no series of it is created again.
+func (rm *routeMetrics) removed() bool { return rm.m.deletions(rm.route) != rm.gen }
+
+// detached is a counter of no series, for a removed route.
+var detached = prometheus.NewCounter(prometheus.CounterOpts{Name: "detached", Help: "a removed route's requests, never registered"})
+
+// counter is the requests counter of (kind, status), created once.
+func (rm *routeMetrics) counter(kind oci.Kind, status int) prometheus.Counter {
+	k := kindCode{kind, status}
+	rm.mu.RLock()
+	c := rm.requests[k]
+	rm.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	if c = rm.requests[k]; c == nil && rm.removed() {
+		return detached
+	}
+	if c == nil {
+		c = rm.m.requests.WithLabelValues(rm.route, string(kind), strconv.Itoa(status))
+		rm.requests[k] = c
+	}
+	return c
+}
+
+func (rm *routeMetrics) refusal(reason string) {
+	if rm == nil {
+		return
+	}
+	if c := rm.refused[reason]; c != nil { // every reason the policy gives
+		c.Inc()
 	}
 }
 

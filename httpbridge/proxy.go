@@ -17,17 +17,27 @@ import (
 // request in flight costs, however large the blob.
 const copyBufferSize = 32 << 10
 
-// bufferPool recycles the copy buffers of ReverseProxy.
+// bufferPool recycles the copy buffers of ReverseProxy. It pools array
+// pointers, which a slice converts back to without allocating (a
+// *[]byte would cost a small allocation on every Put).
 type bufferPool struct{ p sync.Pool }
 
+// copyBuffer is one pooled buffer.
+type copyBuffer [copyBufferSize]byte
+
 func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
+	if v, ok := b.p.Get().(*copyBuffer); ok {
+		return v[:]
 	}
-	return make([]byte, copyBufferSize)
+	return new(copyBuffer)[:]
 }
 
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+// Put takes back a buffer of Get; any other slice is left to the GC.
+func (b *bufferPool) Put(buf []byte) {
+	if len(buf) == copyBufferSize && cap(buf) == copyBufferSize {
+		b.p.Put((*copyBuffer)(buf))
+	}
+}
 
 // newProxy is the route's reverse proxy: Rewrite sets the forwarding
 // headers, the transport picks the upstream, ModifyResponse watches the

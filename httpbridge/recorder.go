@@ -25,12 +25,21 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 
 // recorder is the node's ResponseWriter with the status and the body
 // bytes written, and the first write error (the node gone). It unwraps
-// for http.ResponseController (ReverseProxy flushes through it).
+// for http.ResponseController (ReverseProxy flushes through it, via
+// FlushError). On HTTP/2 it gathers the body into whole frames
+// (h2Frames); end sends what is left.
 type recorder struct {
 	http.ResponseWriter
 	status int
-	bytes  int64
+	bytes  int64 // body bytes the node's connection took
 	err    error
+	h2     bool     // HTTP/2: the body goes through frames; else as it comes
+	frames h2Frames // HTTP/2
+}
+
+// newRecorder is the recorder of w, answering a request of protoMajor.
+func newRecorder(w http.ResponseWriter, protoMajor int) *recorder {
+	return &recorder{ResponseWriter: w, h2: protoMajor == 2}
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -44,12 +53,54 @@ func (r *recorder) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
-	n, err := r.ResponseWriter.Write(p)
-	r.bytes += int64(n)
+	if r.err != nil {
+		return 0, r.err
+	}
+	if !r.h2 {
+		n, err := r.ResponseWriter.Write(p)
+		r.sent(int64(n), err)
+		return n, err
+	}
+	n, sent, err := r.frames.write(r.ResponseWriter, p)
+	r.sent(sent, err)
+	return n, err
+}
+
+func (r *recorder) sent(n int64, err error) {
+	r.bytes += n
 	if err != nil && r.err == nil {
 		r.err = err
 	}
-	return n, err
+}
+
+// FlushError sends what is gathered, then flushes the node's
+// connection (http.ResponseController calls it).
+func (r *recorder) FlushError() error {
+	if err := r.flushFrames(); err != nil {
+		return err
+	}
+	return http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+func (r *recorder) flushFrames() error {
+	if !r.h2 || r.err != nil {
+		return r.err
+	}
+	n, err := r.frames.flush(r.ResponseWriter)
+	r.sent(n, err)
+	return err
+}
+
+// end sends what is gathered of a response that completed (aborted:
+// dropped, the stream is reset) and releases the buffer.
+func (r *recorder) end(aborted bool) {
+	if !r.h2 {
+		return
+	}
+	if !aborted {
+		_ = r.flushFrames()
+	}
+	r.frames.release()
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

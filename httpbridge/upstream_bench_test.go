@@ -27,16 +27,16 @@ import (
 // the upstream protocol puts on the registry, is measured apart from the
 // gateway's and the node client's.
 const (
-	benchRegistryEnv = "HTTPBRIDGE_BENCH_REGISTRY" // the directory of its PKI files
-	// benchProfileEnv names a file for the registry process's CPU
+	protoRegistryEnv = "HTTPBRIDGE_BENCH_REGISTRY" // the directory of its PKI files
+	// protoProfileEnv names a file for the registry process's CPU
 	// profile (go test -cpuprofile profiles the gateway's side only).
-	benchProfileEnv  = "HTTPBRIDGE_BENCH_REGISTRY_CPUPROFILE"
-	benchManifest    = "/v2/team/app/manifests/v1"
-	benchSmallBlob   = "/v2/team/app/blobs/sha256:" + "1111111111111111111111111111111111111111111111111111111111111111"
-	benchLargeBlob   = "/v2/team/app/blobs/sha256:" + "2222222222222222222222222222222222222222222222222222222222222222"
-	benchManifestLen = 1500
-	benchSmallLen    = 16 << 10
-	benchLargeLen    = 8 << 20
+	protoProfileEnv  = "HTTPBRIDGE_BENCH_REGISTRY_CPUPROFILE"
+	protoManifest    = "/v2/team/app/manifests/v1"
+	protoSmallBlob   = "/v2/team/app/blobs/sha256:" + "1111111111111111111111111111111111111111111111111111111111111111"
+	protoLargeBlob   = "/v2/team/app/blobs/sha256:" + "2222222222222222222222222222222222222222222222222222222222222222"
+	protoManifestLen = 1500
+	protoSmallLen    = 16 << 10
+	protoLargeLen    = 8 << 20
 )
 
 // TestBenchRegistryProcess is the benchmark's registry when run as its
@@ -44,7 +44,7 @@ const (
 // client certificates of the benchmark's CA required) on 127.0.0.1:0,
 // prints its address, and returns when its standard input closes.
 func TestBenchRegistryProcess(t *testing.T) {
-	dir := os.Getenv(benchRegistryEnv)
+	dir := os.Getenv(protoRegistryEnv)
 	if dir == "" {
 		t.Skip("the registry process of BenchmarkUpstreamProtocol")
 	}
@@ -62,7 +62,7 @@ func TestBenchRegistryProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: benchRegistry(), ErrorLog: discardLog(), TLSConfig: &tls.Config{
+	srv := &http.Server{Handler: protoBenchRegistry(), ErrorLog: discardLog(), TLSConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: cas,
 		NextProtos: []string{"h2", "http/1.1"},
 	}}
@@ -74,26 +74,26 @@ func TestBenchRegistryProcess(t *testing.T) {
 	<-served
 }
 
-// benchRegistry answers the manifest, the small blob and the large blob,
+// protoBenchRegistry answers the manifest, the small blob and the large blob,
 // each of a fixed pattern, with the headers a registry sends.
-func benchRegistry() http.Handler {
-	manifest := bytes.Repeat([]byte("m"), benchManifestLen)
+func protoBenchRegistry() http.Handler {
+	manifest := bytes.Repeat([]byte("m"), protoManifestLen)
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 2<<10) // 32 KiB
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		switch r.URL.Path {
-		case benchManifest:
+		case protoManifest:
 			h.Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
 			h.Set("Content-Length", strconv.Itoa(len(manifest)))
 			_, _ = w.Write(manifest)
-		case benchSmallBlob:
+		case protoSmallBlob:
 			h.Set("Content-Type", "application/octet-stream")
-			h.Set("Content-Length", strconv.Itoa(benchSmallLen))
-			_, _ = w.Write(chunk[:benchSmallLen])
-		case benchLargeBlob:
+			h.Set("Content-Length", strconv.Itoa(protoSmallLen))
+			_, _ = w.Write(chunk[:protoSmallLen])
+		case protoLargeBlob:
 			h.Set("Content-Type", "application/octet-stream")
-			h.Set("Content-Length", strconv.Itoa(benchLargeLen))
-			for n := 0; n < benchLargeLen; n += len(chunk) {
+			h.Set("Content-Length", strconv.Itoa(protoLargeLen))
+			for n := 0; n < protoLargeLen; n += len(chunk) {
 				if _, err := w.Write(chunk); err != nil {
 					return
 				}
@@ -104,15 +104,15 @@ func benchRegistry() http.Handler {
 	})
 }
 
-// benchRegistryProc is the running registry process.
-type benchRegistryProc struct {
+// protoRegistryProc is the running registry process.
+type protoRegistryProc struct {
 	addr string
 	pid  int
 }
 
 // startBenchRegistry starts the registry process with p's registry
 // certificate and CA, and stops it when tb ends.
-func startBenchRegistry(tb testing.TB, p *testPKI) *benchRegistryProc {
+func startBenchRegistry(tb testing.TB, p *testPKI) *protoRegistryProc {
 	tb.Helper()
 	dir := tb.TempDir()
 	l, err := p.ca.Issue(pki.CommonName("registry"), pki.SANs(registryName, "127.0.0.1"))
@@ -126,11 +126,11 @@ func startBenchRegistry(tb testing.TB, p *testPKI) *benchRegistryProc {
 		tb.Fatal(err)
 	}
 	args := []string{"-test.run=^TestBenchRegistryProcess$", "-test.count=1"}
-	if prof := os.Getenv(benchProfileEnv); prof != "" {
+	if prof := os.Getenv(protoProfileEnv); prof != "" {
 		args = append(args, "-test.cpuprofile="+prof)
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), benchRegistryEnv+"="+dir)
+	cmd.Env = append(os.Environ(), protoRegistryEnv+"="+dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -148,11 +148,11 @@ func startBenchRegistry(tb testing.TB, p *testPKI) *benchRegistryProc {
 		tb.Fatalf("the registry process printed no address: %v", err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }() // "PASS", until it exits
-	return &benchRegistryProc{addr: strings.TrimSpace(addr), pid: cmd.Process.Pid}
+	return &protoRegistryProc{addr: strings.TrimSpace(addr), pid: cmd.Process.Pid}
 }
 
 // cpu is the registry process's user plus system CPU so far.
-func (r *benchRegistryProc) cpu(tb testing.TB) time.Duration {
+func (r *protoRegistryProc) cpu(tb testing.TB) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.pid))
 	if err != nil {
 		tb.Fatal(err)
@@ -185,8 +185,8 @@ func BenchmarkUpstreamProtocol(b *testing.B) {
 		name, path string
 		par        int
 	}{
-		{"manifest", benchManifest, 1}, {"blob16k", benchSmallBlob, 1}, {"blob8m", benchLargeBlob, 1},
-		{"manifest-par8", benchManifest, 8}, {"blob16k-par8", benchSmallBlob, 8},
+		{"manifest", protoManifest, 1}, {"blob16k", protoSmallBlob, 1}, {"blob8m", protoLargeBlob, 1},
+		{"manifest-par8", protoManifest, 8}, {"blob16k-par8", protoSmallBlob, 8},
 	}
 	for _, proto := range []string{UpstreamHTTP1, UpstreamH2, UpstreamAuto} {
 		b.Run(proto, func(b *testing.B) {
@@ -195,29 +195,29 @@ func BenchmarkUpstreamProtocol(b *testing.B) {
 			node := w.node(b, "http/1.1")
 			node.Transport.(*http.Transport).MaxIdleConnsPerHost = 8
 			for _, sc := range scenarios {
-				b.Run(sc.name, func(b *testing.B) { benchGet(b, node, reg, sc.path, sc.par) })
+				b.Run(sc.name, func(b *testing.B) { protoGet(b, node, reg, sc.path, sc.par) })
 			}
 		})
 	}
 }
 
-// benchGet GETs path b.N times, par at a time, and reports the CPU per
+// protoGet GETs path b.N times, par at a time, and reports the CPU per
 // request of the registry and of this process.
-func benchGet(b *testing.B, node *http.Client, reg *benchRegistryProc, path string, par int) {
-	b.SetBytes(benchFetch(b, node, path, make([]byte, copyBufferSize))) // and a connection is made
+func protoGet(b *testing.B, node *http.Client, reg *protoRegistryProc, path string, par int) {
+	b.SetBytes(protoFetch(b, node, path, make([]byte, copyBufferSize))) // and a connection is made
 	b.ReportAllocs()
 	regCPU, ownCPU := reg.cpu(b), selfCPU()
 	if par == 1 {
 		buf := make([]byte, copyBufferSize)
 		for b.Loop() {
-			benchFetch(b, node, path, buf)
+			protoFetch(b, node, path, buf)
 		}
 	} else {
 		b.SetParallelism((par + 1) / 2) // GOMAXPROCS 2 here
 		b.RunParallel(func(pb *testing.PB) {
 			buf := make([]byte, copyBufferSize)
 			for pb.Next() {
-				benchFetch(b, node, path, buf)
+				protoFetch(b, node, path, buf)
 			}
 		})
 	}
@@ -225,8 +225,8 @@ func benchGet(b *testing.B, node *http.Client, reg *benchRegistryProc, path stri
 	b.ReportMetric(float64((selfCPU()-ownCPU).Microseconds())/float64(b.N), "gateway-cpu-us/op")
 }
 
-// benchFetch GETs path through node and reads the answer with buf.
-func benchFetch(b *testing.B, node *http.Client, path string, buf []byte) int64 {
+// protoFetch GETs path through node and reads the answer with buf.
+func protoFetch(b *testing.B, node *http.Client, path string, buf []byte) int64 {
 	resp, err := node.Get("https://" + registryName + path)
 	if err != nil {
 		b.Error(err)
