@@ -23,10 +23,10 @@ const (
 )
 
 // knownMetrics are the series snigate exports: the contract in
-// shared/design/interface.md, the extra series the gateway adds, and the
+// the contract: docs/configuration.md and docs/operations.md, the extra series the gateway adds, and the
 // Go and process collectors' series these files use. Value: label names.
 var knownMetrics = map[string][]string{
-	// interface.md
+	// the contract
 	"snigate_connections_total":                    {"listener", "route", "result"},
 	"snigate_active_connections":                   {"route"},
 	"snigate_bytes_total":                          {"route", "direction"},

@@ -13,7 +13,7 @@ import (
 )
 
 // gatewayConfig mirrors the configuration file of the interface document
-// (shared/design/interface.md), key for key, so that a strict decode
+// (the contract: docs/configuration.md and docs/operations.md), key for key, so that a strict decode
 // rejects a misspelt or invented key in any example this tree ships.
 type gatewayConfig struct {
 	Listen         listenConfig  `json:"listen"`
@@ -83,7 +83,7 @@ type serveConfig struct {
 	Key    string `json:"key"`
 	CACert string `json:"ca_cert"`
 	CAKey  string `json:"ca_key"`
-	// Node identity (interface.md routes[].serve.client_ca).
+	// Node identity (the contract routes[].serve.client_ca).
 	ClientCA    string   `json:"client_ca"`
 	ClientNames []string `json:"client_names"`
 	ClientCRL   string   `json:"client_crl"`

@@ -180,7 +180,7 @@ func TestResponderMetrics(t *testing.T) {
 	}
 }
 
-// TestMetricNames is the contract test: the names in interface.md exist.
+// TestMetricNames is the contract test: the names in the contract exist.
 func TestMetricNames(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := NewMetrics(reg)

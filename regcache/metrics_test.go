@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestMetricsContract: the snigate_cache_* series of interface.md (and
+// TestMetricsContract: the snigate_cache_* series of the contract (and
 // the ones added beside them) exist from Open on, labelled by route, and
 // move with a fill, a hit and the bridge's counts.
 func TestMetricsContract(t *testing.T) {

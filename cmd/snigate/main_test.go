@@ -44,7 +44,7 @@ func exitCases(dir, good, bad string) []exitCase {
 	}
 }
 
-// TestExitStatus: exit statuses and messages of interface.md: 0 success,
+// TestExitStatus: exit statuses and messages of the contract: 0 success,
 // 1 runtime failure, 2 bad usage or invalid configuration, with file, line
 // and key named.
 func TestExitStatus(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestNodeCommandsExitStatus: node-config and doctor follow interface.md's
+// TestNodeCommandsExitStatus: node-config and doctor follow the contract's
 // exit statuses: 2 for bad usage or an invalid configuration, 1 when a
 // pull would not work.
 func TestNodeCommandsExitStatus(t *testing.T) {

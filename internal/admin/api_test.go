@@ -62,7 +62,7 @@ func TestListUpstreamsFieldNames(t *testing.T) {
 	if err := json.Unmarshal([]byte(a.body), &got); err != nil {
 		t.Fatal(err)
 	}
-	// interface.md, "Runtime API".
+	// the contract, "Runtime API".
 	for _, key := range []string{"route", "upstream", "state", "healthy", "active_connections", "last_check", "last_error"} {
 		if _, ok := got[0][key]; !ok {
 			t.Errorf("upstream object lacks %q: %v", key, got[0])

@@ -30,7 +30,7 @@ routes:
     upstream_tls: {cert: edge.crt, key: edge.key, ca: ca.crt}
 `
 
-// contractMetrics are the metric names interface.md fixes.
+// contractMetrics are the metric names the contract fixes.
 var contractMetrics = []string{
 	"snigate_connections_total",
 	"snigate_active_connections",
@@ -55,7 +55,7 @@ func newBridgeWorld(t *testing.T) (*world, *echoServer) {
 }
 
 // TestMetricsContract: after a bridged connection and a DNS query, every
-// metric of interface.md is exported, and the series move with traffic.
+// metric of the contract is exported, and the series move with traffic.
 func TestMetricsContract(t *testing.T) {
 	w, _ := newBridgeWorld(t)
 	c, err := w.dialTLS("registry.test")

@@ -229,7 +229,7 @@ func (w *world) waitRegistryLog(t *testing.T, uri string) string {
 	return found
 }
 
-// auditRecord is one line of http.audit_log (interface.md).
+// auditRecord is one line of http.audit_log (the contract).
 type auditRecord struct {
 	Time       string  `json:"time"`
 	Route      string  `json:"route"`

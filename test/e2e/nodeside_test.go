@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 )
 
-// The node-side commands (interface.md "Node-side commands"):
+// The node-side commands (the contract "Node-side commands"):
 // `snigate node-config` output used as it is by ctr and skopeo, and
 // `snigate doctor` on the node, working and broken.
 

@@ -330,7 +330,7 @@ func certsDir(parent, name, caFile string, client *keyPair) (string, error) {
 // teardown stops every process (newest first) and removes the namespaces,
 // then the directory unless a test failed or SNIGATE_E2E_KEEP=1. It
 // returns what went wrong, including a gateway that did not exit 0 on
-// SIGTERM (interface.md: SIGTERM drains, then exits 0).
+// SIGTERM (the contract: SIGTERM drains, then exits 0).
 func (w *world) teardown(failed bool) error {
 	var errs []error
 	for i := len(w.procs) - 1; i >= 0; i-- {
