@@ -162,42 +162,56 @@ func newNotationWorld(t *testing.T, cfg Config, scope string, trusted ...*notary
 // was skipped and every image signed only with notation was "unsigned".
 func TestNotationSignatures(t *testing.T) {
 	good, other := newNotary(t, "good"), newNotary(t, "other")
-	tests := []struct {
-		name   string
-		scope  string
-		sign   func(w *world, d string)
-		result string
-		want   []string
-	}{
-		{name: "referrers API", sign: func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) }, result: ResultVerified},
-		{name: "referrers tag schema", sign: func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, false, false) }, result: ResultVerified},
+	for _, tc := range notationCases(good, other) {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, good) })
+	}
+}
+
+// notationCase is an image signed (or not) by sign and the verdict on
+// its manifest under a trust policy for scope ("": every repository).
+type notationCase struct {
+	name   string
+	scope  string
+	sign   func(t *testing.T, w *world, d string)
+	result string
+	want   []string
+}
+
+// notationCases are TestNotationSignatures' cases: good is the notary
+// the trust store holds, other one it does not.
+func notationCases(good, other *notary) []notationCase {
+	return []notationCase{
+		{name: "referrers API", sign: func(t *testing.T, w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) }, result: ResultVerified},
+		{name: "referrers tag schema", sign: func(t *testing.T, w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, false, false) }, result: ResultVerified},
 		{name: "scope names the registry and repository", scope: "registry.example/team/app",
-			sign: func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) }, result: ResultVerified},
-		{name: "unsigned", sign: func(*world, string) {}, result: ResultUnsigned, want: []string{"unsigned: no Notary Project signature"}},
-		{name: "another CA", sign: func(w *world, d string) { w.reg.notationReferrer(t, other, "team/app", d, true, false) },
+			sign: func(t *testing.T, w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) }, result: ResultVerified},
+		{name: "unsigned", sign: func(*testing.T, *world, string) {}, result: ResultUnsigned, want: []string{"unsigned: no Notary Project signature"}},
+		{name: "another CA", sign: func(t *testing.T, w *world, d string) { w.reg.notationReferrer(t, other, "team/app", d, true, false) },
 			result: ResultInvalid, want: []string{"invalid signature", "Notary Project signature does not verify"}},
-		{name: "tampered", sign: func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, true) },
+		{name: "tampered", sign: func(t *testing.T, w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, true) },
 			result: ResultInvalid, want: []string{"invalid signature"}},
 		{name: "no trust policy for the repository", scope: "registry.example/base/os",
-			sign:   func(w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) },
+			sign:   func(t *testing.T, w *world, d string) { w.reg.notationReferrer(t, good, "team/app", d, true, false) },
 			result: ResultInvalid, want: []string{"no trust policy applies to registry.example/team/app@sha256:"}},
-		{name: "garbage JWS envelope", sign: func(w *world, d string) {
+		{name: "garbage JWS envelope", sign: func(t *testing.T, w *world, d string) {
 			w.reg.rawNotationReferrer(t, "team/app", d, mediaTypeJWS, []byte(`{"payload":"!!","signatures":[{}]}`))
 		},
 			result: ResultInvalid, want: []string{"invalid signature"}},
-		{name: "garbage COSE envelope", sign: func(w *world, d string) {
+		{name: "garbage COSE envelope", sign: func(t *testing.T, w *world, d string) {
 			w.reg.rawNotationReferrer(t, "team/app", d, mediaTypeCOSE, []byte{0xd2, 0x84, 0x40, 0xa0, 0xf6, 0x40})
 		},
 			result: ResultInvalid, want: []string{"invalid signature"}},
-		{name: "envelope of another media type", sign: func(w *world, d string) { w.reg.rawNotationReferrer(t, "team/app", d, "text/plain", []byte("x")) },
+		{name: "envelope of another media type", sign: func(t *testing.T, w *world, d string) {
+			w.reg.rawNotationReferrer(t, "team/app", d, "text/plain", []byte("x"))
+		},
 			result: ResultInvalid, want: []string{"want application/jose+json or application/cose"}},
-		{name: "referrer without its envelope", sign: func(w *world, d string) {
+		{name: "referrer without its envelope", sign: func(t *testing.T, w *world, d string) {
 			m := mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": mtManifest, "artifactType": ArtifactNotation,
 				"config":  map[string]any{"mediaType": "application/vnd.oci.empty.v1+json", "digest": digestOf("", []byte("{}")), "size": 2},
 				"subject": map[string]any{"mediaType": mtManifest, "digest": d, "size": 1}})
 			w.reg.referrer(t, "team/app", d, m, ArtifactNotation, true)
 		}, result: ResultInvalid, want: []string{"want one envelope layer and a subject"}},
-		{name: "signature of another image", sign: func(w *world, d string) {
+		{name: "signature of another image", sign: func(t *testing.T, w *world, d string) {
 			o := w.reg.pushImage(t, "team/app", "v2", "b")
 			w.reg.notationReferrer(t, good, "team/app", o, true, false)
 			w.reg.mu.Lock() // the other image's referrers listed as this one's
@@ -205,30 +219,32 @@ func TestNotationSignatures(t *testing.T) {
 			w.reg.mu.Unlock()
 		}, result: ResultInvalid, want: []string{"invalid signature", "names the subject"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			scope := tc.scope
-			if scope == "" {
-				scope = "*"
-			}
-			w := newNotationWorld(t, Config{}, scope, good)
-			d := w.reg.pushImage(t, "team/app", "v1", "a")
-			tc.sign(w, d)
-			rec, facts := w.get(t, http.MethodGet, "/v2/team/app/manifests/v1")
-			if facts.Signature != tc.result {
-				t.Fatalf("signature %q, want %q (status %d %s)", facts.Signature, tc.result, rec.Code, rec.Body)
-			}
-			if tc.result != ResultVerified {
-				denied(t, rec, tc.want...)
-				return
-			}
-			if rec.Code != http.StatusOK || digestOf("", rec.Body.Bytes()) != d {
-				t.Fatalf("status %d, want 200 with the manifest %s", rec.Code, d)
-			}
-			if rec, facts := w.get(t, http.MethodGet, "/v2/team/app/blobs/"+digestOf("", []byte("layera"))); rec.Code != http.StatusOK || facts.Signature != ResultVerified {
-				t.Fatalf("the verified image's layer: %d %q", rec.Code, facts.Signature)
-			}
-		})
+}
+
+// run pushes the image, signs it, and checks the verdict on its manifest
+// and, once verified, on its layer.
+func (tc notationCase) run(t *testing.T, good *notary) {
+	t.Helper()
+	scope := tc.scope
+	if scope == "" {
+		scope = "*"
+	}
+	w := newNotationWorld(t, Config{}, scope, good)
+	d := w.reg.pushImage(t, "team/app", "v1", "a")
+	tc.sign(t, w, d)
+	rec, facts := w.get(t, http.MethodGet, "/v2/team/app/manifests/v1")
+	if facts.Signature != tc.result {
+		t.Fatalf("signature %q, want %q (status %d %s)", facts.Signature, tc.result, rec.Code, rec.Body)
+	}
+	if tc.result != ResultVerified {
+		denied(t, rec, tc.want...)
+		return
+	}
+	if rec.Code != http.StatusOK || digestOf("", rec.Body.Bytes()) != d {
+		t.Fatalf("status %d, want 200 with the manifest %s", rec.Code, d)
+	}
+	if rec, facts := w.get(t, http.MethodGet, "/v2/team/app/blobs/"+digestOf("", []byte("layera"))); rec.Code != http.StatusOK || facts.Signature != ResultVerified {
+		t.Fatalf("the verified image's layer: %d %q", rec.Code, facts.Signature)
 	}
 }
 

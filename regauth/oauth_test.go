@@ -102,83 +102,93 @@ var (
 	noAnswers = func(string, int) (int, string) { return http.StatusOK, "" }
 )
 
+// tokenGrantCase is three tokens asked of a token service and the
+// requests it must see.
+type tokenGrantCase struct {
+	name   string
+	cred   Credential
+	rotate *Credential // the credentials before the third token
+	answer func(call string, n int) (int, string)
+	want   []string
+}
+
+var tokenGrantCases = []tokenGrantCase{
+	{name: "anonymous asks with GET", cred: Credential{}, answer: noAnswers,
+		want: []string{"GET anonymous", "GET anonymous", "GET anonymous"}},
+	{name: "password grant POST", cred: robotPW, answer: noAnswers,
+		want: []string{"POST password robot:pw", "POST password robot:pw", "POST password robot:pw"}},
+	{name: "identity token: refresh_token grant", cred: identity, answer: noAnswers,
+		want: []string{"POST refresh_token id-1", "POST refresh_token id-1", "POST refresh_token id-1"}},
+	{name: "405 to POST: GET with Basic, then and from then on", cred: robotPW,
+		answer: func(call string, _ int) (int, string) {
+			if strings.HasPrefix(call, "POST") {
+				return http.StatusMethodNotAllowed, ""
+			}
+			return http.StatusOK, ""
+		},
+		want: []string{"POST password robot:pw", "GET basic robot:pw", "GET basic robot:pw", "GET basic robot:pw"}},
+	{name: "404 to POST of an identity token: GET with it as the password", cred: identity,
+		answer: func(call string, _ int) (int, string) {
+			if strings.HasPrefix(call, "POST") {
+				return http.StatusNotFound, ""
+			}
+			return http.StatusOK, ""
+		},
+		want: []string{"POST refresh_token id-1", "GET basic :id-1", "GET basic :id-1", "GET basic :id-1"}},
+	{name: "refresh_token answered is used instead of the password", cred: robotPW,
+		answer: func(call string, n int) (int, string) { return http.StatusOK, fmt.Sprintf("rt-%d", n) },
+		// a refresh grant's new refresh token replaces the old one
+		want: []string{"POST password robot:pw", "POST refresh_token rt-1", "POST refresh_token rt-2"}},
+	{name: "refused refresh token: the password once more", cred: robotPW,
+		answer: func(call string, n int) (int, string) {
+			switch {
+			case call == "POST refresh_token rt-1":
+				return http.StatusBadRequest, "" // invalid_grant: revoked
+			case n == 1:
+				return http.StatusOK, "rt-1"
+			}
+			return http.StatusOK, ""
+		},
+		want: []string{"POST password robot:pw", "POST refresh_token rt-1", "POST password robot:pw", "POST password robot:pw"}},
+	{name: "rotated password: the kept refresh token is dropped", cred: robotPW, rotate: &robotPW2,
+		answer: func(call string, n int) (int, string) {
+			if n == 1 {
+				return http.StatusOK, "rt-1"
+			}
+			return http.StatusOK, ""
+		},
+		want: []string{"POST password robot:pw", "POST refresh_token rt-1", "POST password robot:pw2"}},
+}
+
 // TestTokenGrants: the token requests the gateway makes for three
 // tokens of three scopes in a row (the credentials changing before the
 // third when rotate is set): the OAuth2 POST with credentials, GET when
 // the service takes no POST, a refresh_token handed out used instead of
 // the password until it is refused or the password changes.
 func TestTokenGrants(t *testing.T) {
-	tests := []struct {
-		name   string
-		cred   Credential
-		rotate *Credential // the credentials before the third token
-		answer func(call string, n int) (int, string)
-		want   []string
-	}{
-		{name: "anonymous asks with GET", cred: Credential{}, answer: noAnswers,
-			want: []string{"GET anonymous", "GET anonymous", "GET anonymous"}},
-		{name: "password grant POST", cred: robotPW, answer: noAnswers,
-			want: []string{"POST password robot:pw", "POST password robot:pw", "POST password robot:pw"}},
-		{name: "identity token: refresh_token grant", cred: identity, answer: noAnswers,
-			want: []string{"POST refresh_token id-1", "POST refresh_token id-1", "POST refresh_token id-1"}},
-		{name: "405 to POST: GET with Basic, then and from then on", cred: robotPW,
-			answer: func(call string, _ int) (int, string) {
-				if strings.HasPrefix(call, "POST") {
-					return http.StatusMethodNotAllowed, ""
-				}
-				return http.StatusOK, ""
-			},
-			want: []string{"POST password robot:pw", "GET basic robot:pw", "GET basic robot:pw", "GET basic robot:pw"}},
-		{name: "404 to POST of an identity token: GET with it as the password", cred: identity,
-			answer: func(call string, _ int) (int, string) {
-				if strings.HasPrefix(call, "POST") {
-					return http.StatusNotFound, ""
-				}
-				return http.StatusOK, ""
-			},
-			want: []string{"POST refresh_token id-1", "GET basic :id-1", "GET basic :id-1", "GET basic :id-1"}},
-		{name: "refresh_token answered is used instead of the password", cred: robotPW,
-			answer: func(call string, n int) (int, string) { return http.StatusOK, fmt.Sprintf("rt-%d", n) },
-			// a refresh grant's new refresh token replaces the old one
-			want: []string{"POST password robot:pw", "POST refresh_token rt-1", "POST refresh_token rt-2"}},
-		{name: "refused refresh token: the password once more", cred: robotPW,
-			answer: func(call string, n int) (int, string) {
-				switch {
-				case call == "POST refresh_token rt-1":
-					return http.StatusBadRequest, "" // invalid_grant: revoked
-				case n == 1:
-					return http.StatusOK, "rt-1"
-				}
-				return http.StatusOK, ""
-			},
-			want: []string{"POST password robot:pw", "POST refresh_token rt-1", "POST password robot:pw", "POST password robot:pw"}},
-		{name: "rotated password: the kept refresh token is dropped", cred: robotPW, rotate: &robotPW2,
-			answer: func(call string, n int) (int, string) {
-				if n == 1 {
-					return http.StatusOK, "rt-1"
-				}
-				return http.StatusOK, ""
-			},
-			want: []string{"POST password robot:pw", "POST refresh_token rt-1", "POST password robot:pw2"}},
+	for _, tt := range tokenGrantCases {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t) })
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			svc := &oauthService{answer: tt.answer}
-			src := &rotatingSource{cred: tt.cred}
-			c := newTestCacheOf(svc, src)
-			for i, scope := range []string{"repository:a:pull", "repository:b:pull", "repository:c:pull"} {
-				if i == 2 && tt.rotate != nil {
-					src.set(*tt.rotate)
-				}
-				key := tokenKey{realm: testKey.realm, service: testKey.service, scope: scope}
-				if _, _, err := c.get(context.Background(), key); err != nil {
-					t.Fatalf("token %d for %s: %v", i+1, scope, err)
-				}
-			}
-			if got := svc.seen(); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
-				t.Fatalf("token requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
-			}
-		})
+}
+
+// run asks for three tokens, rotating the credentials before the third
+// when tt says so, and checks the requests the service saw.
+func (tt tokenGrantCase) run(t *testing.T) {
+	t.Helper()
+	svc := &oauthService{answer: tt.answer}
+	src := &rotatingSource{cred: tt.cred}
+	c := newTestCacheOf(svc, src)
+	for i, scope := range []string{"repository:a:pull", "repository:b:pull", "repository:c:pull"} {
+		if i == 2 && tt.rotate != nil {
+			src.set(*tt.rotate)
+		}
+		key := tokenKey{realm: testKey.realm, service: testKey.service, scope: scope}
+		if _, _, err := c.get(context.Background(), key); err != nil {
+			t.Fatalf("token %d for %s: %v", i+1, scope, err)
+		}
+	}
+	if got := svc.seen(); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+		t.Fatalf("token requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
 	}
 }
 

@@ -81,6 +81,24 @@ func TestParseAPIPath(t *testing.T) {
 // pull, and for what it refuses.
 func TestRegistryHandlers(t *testing.T) {
 	reg := newRegistry(testBigSize)
+	m := readManifest(t, reg)
+	for _, tt := range registryCases(reg, m.Layers[0]) {
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, reg) })
+	}
+	// Every small layer's bytes match its digest; so do the large blob's.
+	for _, l := range append(m.Layers, m.Config) {
+		rec := httptest.NewRecorder()
+		reg.ServeHTTP(rec, httptest.NewRequest("GET", blobPath(l.Digest), nil))
+		if got := digestOf(rec.Body.Bytes()); got != l.Digest || int64(rec.Body.Len()) != l.Size {
+			t.Errorf("blob %s: %d bytes of digest %s, want %d", l.Digest, rec.Body.Len(), got, l.Size)
+		}
+	}
+}
+
+// readManifest is reg's manifest, checked to hold a config, the small
+// layers and the large blob last.
+func readManifest(t *testing.T, reg *registry) imageManifest {
+	t.Helper()
 	var m imageManifest
 	if err := json.Unmarshal(reg.manifest, &m); err != nil {
 		t.Fatal(err)
@@ -88,15 +106,24 @@ func TestRegistryHandlers(t *testing.T) {
 	if len(m.Layers) != smallBlobs || m.Layers[len(m.Layers)-1].Digest != reg.bigDigest || m.Config.MediaType != mediaConfig {
 		t.Fatalf("manifest %s: want a config, %d small layers and the large blob last", reg.manifest, smallBlobs-1)
 	}
-	small := m.Layers[0]
-	tests := []struct {
-		name, method, path string
-		header             http.Header
-		status             int
-		wantHeader         http.Header
-		wantLen            int64 // body length; -1: not checked
-		wantBody           string
-	}{
+	return m
+}
+
+// registryCase is one request to the registry's handler and what it
+// must answer.
+type registryCase struct {
+	name, method, path string
+	header             http.Header
+	status             int
+	wantHeader         http.Header
+	wantLen            int64 // body length; -1: not checked
+	wantBody           string
+}
+
+// registryCases are TestRegistryHandlers' requests to reg, small one of
+// its small layers.
+func registryCases(reg *registry, small descriptor) []registryCase {
+	return []registryCase{
 		{name: "base", method: "GET", path: "/v2/", header: http.Header{"X-Forwarded-For": {"10.0.0.1"}}, status: 200,
 			wantHeader: http.Header{forwardedEcho: {"10.0.0.1"}, "Docker-Distribution-Api-Version": {"registry/2.0"}}, wantLen: 2, wantBody: "{}"},
 		{name: "base HEAD", method: "HEAD", path: "/v2/", status: 200, wantLen: 0},
@@ -118,36 +145,29 @@ func TestRegistryHandlers(t *testing.T) {
 			wantHeader: http.Header{"Allow": {"GET, HEAD"}}, wantLen: -1, wantBody: "UNSUPPORTED"},
 		{name: "other path", method: "GET", path: "/v2/bench/app/tags/list", status: 404, wantLen: -1, wantBody: "NAME_UNKNOWN"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := httptest.NewRequest(tt.method, tt.path, nil)
-			for k, v := range tt.header {
-				req.Header[k] = v
-			}
-			rec := httptest.NewRecorder()
-			reg.ServeHTTP(rec, req)
-			if rec.Code != tt.status {
-				t.Fatalf("%s %s: status %d, want %d; body %s", tt.method, tt.path, rec.Code, tt.status, rec.Body)
-			}
-			for k, v := range tt.wantHeader {
-				if got := rec.Header().Get(k); got != v[0] {
-					t.Errorf("%s: %q, want %q", k, got, v[0])
-				}
-			}
-			if tt.wantLen >= 0 && int64(rec.Body.Len()) != tt.wantLen {
-				t.Errorf("body of %d bytes, want %d", rec.Body.Len(), tt.wantLen)
-			}
-			if !strings.Contains(rec.Body.String(), tt.wantBody) {
-				t.Errorf("body %.200q, want it to contain %q", rec.Body, tt.wantBody)
-			}
-		})
+}
+
+// check sends tt's request to reg and checks the answer.
+func (tt registryCase) check(t *testing.T, reg *registry) {
+	t.Helper()
+	req := httptest.NewRequest(tt.method, tt.path, nil)
+	for k, v := range tt.header {
+		req.Header[k] = v
 	}
-	// Every small layer's bytes match its digest; so do the large blob's.
-	for _, l := range append(m.Layers, m.Config) {
-		rec := httptest.NewRecorder()
-		reg.ServeHTTP(rec, httptest.NewRequest("GET", blobPath(l.Digest), nil))
-		if got := digestOf(rec.Body.Bytes()); got != l.Digest || int64(rec.Body.Len()) != l.Size {
-			t.Errorf("blob %s: %d bytes of digest %s, want %d", l.Digest, rec.Body.Len(), got, l.Size)
+	rec := httptest.NewRecorder()
+	reg.ServeHTTP(rec, req)
+	if rec.Code != tt.status {
+		t.Fatalf("%s %s: status %d, want %d; body %s", tt.method, tt.path, rec.Code, tt.status, rec.Body)
+	}
+	for k, v := range tt.wantHeader {
+		if got := rec.Header().Get(k); got != v[0] {
+			t.Errorf("%s: %q, want %q", k, got, v[0])
 		}
+	}
+	if tt.wantLen >= 0 && int64(rec.Body.Len()) != tt.wantLen {
+		t.Errorf("body of %d bytes, want %d", rec.Body.Len(), tt.wantLen)
+	}
+	if !strings.Contains(rec.Body.String(), tt.wantBody) {
+		t.Errorf("body %.200q, want it to contain %q", rec.Body, tt.wantBody)
 	}
 }

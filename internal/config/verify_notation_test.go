@@ -64,64 +64,75 @@ func TestVerifyNotationErrors(t *testing.T) {
 	dir := t.TempDir()
 	testPKI(t, dir)
 	notationFiles(t, dir)
-	n := func(store, policy string) string {
-		return minimalBridge + "    http: {verify: {notation: {trust_store: " + store + ", trust_policy: " + policy + "}}}\n"
+	for _, tc := range verifyNotationErrorCases {
+		t.Run(tc.name, func(t *testing.T) { wantErrorPrefixesInDir(t, dir, tc.yaml, tc.want) })
 	}
-	tests := []struct {
-		name, yaml string
-		want       []string
-	}{
-		{name: "keys required", yaml: minimalBridge + "    http: {verify: {notation: {}}}\n", want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation.trust_store: required",
-			"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: required",
-		}},
-		{name: "unknown key", yaml: minimalBridge + "    http: {verify: {notation: {trust_store: truststore, trust_policy: policy.json, plugins: x}}}\n", want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation.plugins: unknown key; allowed here: trust_store, trust_policy",
-		}},
-		{name: "store missing", yaml: n("nostore", "policy.json"), want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation.trust_store: cannot read the trust store nostore: no such file or directory",
-		}},
-		{name: "store is a file", yaml: n("policy.json", "policy.json"), want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation.trust_store: cannot read the trust store policy.json: not a directory",
-		}},
-		{name: "policy missing", yaml: n("truststore", "missing.json"), want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: cannot read missing.json: no such file or directory",
-		}},
-		{name: "policy not JSON", yaml: n("truststore", "garbage.json"), want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: garbage.json is not a notation trust policy (JSON",
-		}},
-		{name: "policy version", yaml: n("truststore", "v2.json"), want: []string{
-			`snigate.yaml:10: routes[0].http.verify.notation.trust_policy: v2.json: version "2.0", want "1.0"`,
-		}},
-		{name: "no statements", yaml: n("truststore", "none.json"), want: []string{
-			"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: none.json: no trustPolicies",
-		}},
-		{name: "trust store type", yaml: n("truststore", "badtype.json"), want: []string{
-			`snigate.yaml:10: routes[0].http.verify.notation.trust_policy: badtype.json: trust policy "p": trust store "x509:test": want TYPE:NAME`,
-		}},
-		{name: "named store absent", yaml: n("truststore", "otherstore.json"), want: []string{
-			`snigate.yaml:10: routes[0].http.verify.notation.trust_store: the trust policy names the trust store "ca:prod": cannot read truststore/x509/ca/prod`,
-		}},
-		{name: "malformed certificate", yaml: n("badstore", "policy.json"), want: []string{
-			`snigate.yaml:10: routes[0].http.verify.notation.trust_store: trust store "ca:test": badstore/x509/ca/test/root.pem is not a PEM certificate`,
-		}},
-		{name: "no certificate", yaml: n("emptystore", "policy.json"), want: []string{
-			`snigate.yaml:10: routes[0].http.verify.notation.trust_store: the trust policy names the trust store "ca:test": emptystore/x509/ca/test holds no certificate`,
-		}},
+}
+
+// notationYAML is a bridge route verifying with notation's trust store
+// and trust policy at these paths.
+func notationYAML(store, policy string) string {
+	return minimalBridge + "    http: {verify: {notation: {trust_store: " + store + ", trust_policy: " + policy + "}}}\n"
+}
+
+// verifyNotationErrorCases are configurations of http.verify.notation
+// parsed in notationFiles' directory and the errors they give.
+var verifyNotationErrorCases = []struct {
+	name, yaml string
+	want       []string
+}{
+	{name: "keys required", yaml: minimalBridge + "    http: {verify: {notation: {}}}\n", want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_store: required",
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: required",
+	}},
+	{name: "unknown key", yaml: minimalBridge + "    http: {verify: {notation: {trust_store: truststore, trust_policy: policy.json, plugins: x}}}\n", want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.plugins: unknown key; allowed here: trust_store, trust_policy",
+	}},
+	{name: "store missing", yaml: notationYAML("nostore", "policy.json"), want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_store: cannot read the trust store nostore: no such file or directory",
+	}},
+	{name: "store is a file", yaml: notationYAML("policy.json", "policy.json"), want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_store: cannot read the trust store policy.json: not a directory",
+	}},
+	{name: "policy missing", yaml: notationYAML("truststore", "missing.json"), want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: cannot read missing.json: no such file or directory",
+	}},
+	{name: "policy not JSON", yaml: notationYAML("truststore", "garbage.json"), want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: garbage.json is not a notation trust policy (JSON",
+	}},
+	{name: "policy version", yaml: notationYAML("truststore", "v2.json"), want: []string{
+		`snigate.yaml:10: routes[0].http.verify.notation.trust_policy: v2.json: version "2.0", want "1.0"`,
+	}},
+	{name: "no statements", yaml: notationYAML("truststore", "none.json"), want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: none.json: no trustPolicies",
+	}},
+	{name: "trust store type", yaml: notationYAML("truststore", "badtype.json"), want: []string{
+		`snigate.yaml:10: routes[0].http.verify.notation.trust_policy: badtype.json: trust policy "p": trust store "x509:test": want TYPE:NAME`,
+	}},
+	{name: "named store absent", yaml: notationYAML("truststore", "otherstore.json"), want: []string{
+		`snigate.yaml:10: routes[0].http.verify.notation.trust_store: the trust policy names the trust store "ca:prod": cannot read truststore/x509/ca/prod`,
+	}},
+	{name: "malformed certificate", yaml: notationYAML("badstore", "policy.json"), want: []string{
+		`snigate.yaml:10: routes[0].http.verify.notation.trust_store: trust store "ca:test": badstore/x509/ca/test/root.pem is not a PEM certificate`,
+	}},
+	{name: "no certificate", yaml: notationYAML("emptystore", "policy.json"), want: []string{
+		`snigate.yaml:10: routes[0].http.verify.notation.trust_store: the trust policy names the trust store "ca:test": emptystore/x509/ca/test holds no certificate`,
+	}},
+}
+
+// wantErrorPrefixesInDir parses yaml in dir and checks that its errors,
+// with dir cut from their paths, begin with want's in order.
+func wantErrorPrefixesInDir(t *testing.T, dir, yaml string, want []string) {
+	t.Helper()
+	got := parseInDir(t, dir, yaml)
+	for i := range got {
+		got[i] = strings.ReplaceAll(got[i], dir+"/", "")
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := parseInDir(t, dir, tc.yaml)
-			for i := range got {
-				got[i] = strings.ReplaceAll(got[i], dir+"/", "")
-			}
-			ok := len(got) == len(tc.want)
-			for i := 0; ok && i < len(got); i++ {
-				ok = strings.HasPrefix(got[i], tc.want[i])
-			}
-			if !ok {
-				t.Errorf("errors:\n%s\nwant (prefixes):\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
-		})
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		ok = strings.HasPrefix(got[i], want[i])
+	}
+	if !ok {
+		t.Errorf("errors:\n%s\nwant (prefixes):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -165,14 +165,7 @@ func TestAnswerChecksAreNotClientErrors(t *testing.T) {
 // (0 while the series is absent).
 func connections(t *testing.T, w *world, result string) float64 {
 	t.Helper()
-	_, text := w.adminGet("/metrics")
-	re := regexp.MustCompile(`(?m)^snigate_connections_total\{listener="[^"]*",result="` + result + `",route="registry"\} (\S+)$`)
-	m := re.FindStringSubmatch(text)
-	if m == nil {
-		return 0
-	}
-	n, err := strconv.ParseFloat(m[1], 64)
-	must(t, err)
+	n, _ := testkit.Gathered(t, w.g.registry, "snigate_connections_total", map[string]string{"route": "registry", "result": result})
 	return n
 }
 

@@ -155,23 +155,11 @@ func get(t *testing.T, rt http.RoundTripper, path string) (int, []byte) {
 // the gateway's registry serves it.
 func (w *authWorld) tokens(result string) int {
 	w.t.Helper()
-	mfs, err := w.g.registry.Gather()
-	must(w.t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "snigate_http_auth_tokens_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["route"] == "registry" && labels["result"] == result {
-				return int(m.GetCounter().GetValue())
-			}
-		}
+	n, ok := testkit.Gathered(w.t, w.g.registry, "snigate_http_auth_tokens_total", map[string]string{"route": "registry", "result": result})
+	if !ok {
+		return -1
 	}
-	return -1
+	return int(n)
 }
 
 // TestAuthRoutePullsWithTheGatewaysCredentials: nodes with no
@@ -368,18 +356,9 @@ func TestAuthMetricsFollowReloads(t *testing.T) {
 	}
 	series := func() map[string]bool {
 		got := map[string]bool{}
-		mfs, err := reg.Gather()
-		must(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() != "snigate_http_auth_tokens_total" {
-				continue
-			}
-			for _, s := range mf.GetMetric() {
-				for _, l := range s.GetLabel() {
-					if l.GetName() == "route" {
-						got[l.GetValue()] = true
-					}
-				}
+		for _, s := range testkit.AllSeries(t, reg, "snigate_http_auth_tokens_total") {
+			if route, ok := s.Labels["route"]; ok {
+				got[route] = true
 			}
 		}
 		return got

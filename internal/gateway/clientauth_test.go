@@ -80,7 +80,7 @@ func TestNodeIdentityFollowsFilesAndReloads(t *testing.T) {
 	revoking, err := nodes.CRL(2, node.Cert)
 	must(t, err)
 	secret.swap(map[string][]byte{"ca.crt": nodes.PEM, "nodes.crl": revoking})
-	testkit.Poll(t, `"CRL reloaded"`, func() bool { return w.logs.Contains(`msg="CRL reloaded" route=registry role=client_crl`) })
+	w.logs.Wait(t, `msg="CRL reloaded" route=registry role=client_crl`)
 	if err := w.nodeEcho(&node.Pair); err == nil || !strings.Contains(err.Error(), "bad certificate") {
 		t.Fatalf("revoked node: %v; want alert bad_certificate", err)
 	}

@@ -94,26 +94,14 @@ routes:
 // new connections see the new certificate.
 func TestReloadAndRotationUnderLoad(t *testing.T) {
 	w := newWorld(t, "")
-	regCert := w.leaf("registry.test")
-	ups := sharedRegistry(t, regCert, w.ca)
-	pem := func(cn string, names ...string) map[string][]byte {
-		_, c, k, err := w.ca.Leaf(cn, names...)
-		must(t, err)
-		return map[string][]byte{"tls.crt": c, "tls.key": k}
-	}
-	serve := newSecretDir(t, filepath.Join(w.dir, "serve"), pem("registry.test", "registry.test"), "tls.crt", "tls.key")
-	edge := newSecretDir(t, filepath.Join(w.dir, "edge"), pem("edge.test"), "tls.crt", "tls.key")
+	ups := sharedRegistry(t, w.leaf("registry.test"), w.ca)
+	serve := newSecretDir(t, filepath.Join(w.dir, "serve"), w.leafPEM("registry.test", "registry.test"), "tls.crt", "tls.key")
+	edge := newSecretDir(t, filepath.Join(w.dir, "edge"), w.leafPEM("edge.test"), "tls.crt", "tls.key")
 	echo := startEcho(t, w.leaf("echo.test"), nil)
 	extra := spliceRoute("echo", "echo.test", echo.addr())
 	w.writeConfig(fmt.Sprintf(rotationConfig, fmt.Sprintf("%q", ups[0]), extra))
 	w.start()
-
-	ref, err := name.ParseReference("registry.test/rot/app:1")
-	must(t, err)
-	direct := w.transport(ups[0], true)
-	digest, err := memregistry.PushImage(t.Context(), ref, direct)
-	must(t, err)
-	direct.CloseIdleConnections()
+	ref, digest := w.pushRotationImage(ups[0])
 
 	const pulls = 12
 	results := make(chan error, pulls)
@@ -122,28 +110,65 @@ func TestReloadAndRotationUnderLoad(t *testing.T) {
 	wg.Go(func() { pullSeries(t.Context(), w, ref, digest, pulls, step, results) })
 
 	<-step // a pull done under the first configuration
-	w.writeConfig(fmt.Sprintf(rotationConfig, fmt.Sprintf("%q, %q", ups[0], ups[1]), ""))
-	must(t, w.g.Reload(t.Context(), "test"))
-	<-w.reloaded
+	w.reloadWith(fmt.Sprintf(rotationConfig, fmt.Sprintf("%q, %q", ups[0], ups[1]), ""))
 	<-step
-	oldSerial := w.servedSerial(t)
-	serve.swap(pem("registry.test", "registry.test"))
-	edge.swap(pem("edge.test"))
-	testkit.Poll(t, "the rotated serving certificate", func() bool { return w.servedSerial(t).Cmp(oldSerial) != 0 })
-	testkit.Poll(t, "the rotated client certificate", func() bool {
-		_, m := w.adminGet("/metrics")
-		return strings.Contains(m, `snigate_certificate_reloads_total{role="client",route="registry"} 1`)
-	})
+	w.rotateCertificates(serve, edge)
 	<-step
-	w.writeConfig(fmt.Sprintf(rotationConfig, fmt.Sprintf("%q", ups[1]), extra))
-	must(t, w.g.Reload(t.Context(), "test"))
-	<-w.reloaded
+	w.reloadWith(fmt.Sprintf(rotationConfig, fmt.Sprintf("%q", ups[1]), extra))
 	go func() {
 		for range step {
 		}
 	}()
 	wg.Wait()
 	close(results)
+	wantPullsSucceeded(t, results, pulls)
+}
+
+// leafPEM is a new leaf of the world's CA as a Secret's tls.crt and
+// tls.key.
+func (w *world) leafPEM(cn string, names ...string) map[string][]byte {
+	_, c, k, err := w.ca.Leaf(cn, names...)
+	must(w.t, err)
+	return map[string][]byte{"tls.crt": c, "tls.key": k}
+}
+
+// pushRotationImage pushes an image straight to the registry at up and
+// returns its reference and digest.
+func (w *world) pushRotationImage(up string) (name.Reference, v1.Hash) {
+	ref, err := name.ParseReference("registry.test/rot/app:1")
+	must(w.t, err)
+	direct := w.transport(up, true)
+	digest, err := memregistry.PushImage(w.t.Context(), ref, direct)
+	must(w.t, err)
+	direct.CloseIdleConnections()
+	return ref, digest
+}
+
+// reloadWith writes config and reloads the gateway, waiting for the
+// reload to be done.
+func (w *world) reloadWith(config string) {
+	w.writeConfig(config)
+	must(w.t, w.g.Reload(w.t.Context(), "test"))
+	<-w.reloaded
+}
+
+// rotateCertificates swaps both Secrets to new leaves and waits for the
+// gateway to serve and present them.
+func (w *world) rotateCertificates(serve, edge *k8sSecretDir) {
+	t := w.t
+	oldSerial := w.servedSerial(t)
+	serve.swap(w.leafPEM("registry.test", "registry.test"))
+	edge.swap(w.leafPEM("edge.test"))
+	testkit.Poll(t, "the rotated serving certificate", func() bool { return w.servedSerial(t).Cmp(oldSerial) != 0 })
+	testkit.Poll(t, "the rotated client certificate", func() bool {
+		_, m := w.adminGet("/metrics")
+		return strings.Contains(m, `snigate_certificate_reloads_total{role="client",route="registry"} 1`)
+	})
+}
+
+// wantPullsSucceeded reads the closed results: want of them, all nil.
+func wantPullsSucceeded(t *testing.T, results <-chan error, want int) {
+	t.Helper()
 	n := 0
 	for err := range results {
 		n++
@@ -151,8 +176,8 @@ func TestReloadAndRotationUnderLoad(t *testing.T) {
 			t.Errorf("pull: %v", err)
 		}
 	}
-	if n != pulls {
-		t.Errorf("%d pulls finished, want %d", n, pulls)
+	if n != want {
+		t.Errorf("%d pulls finished, want %d", n, want)
 	}
 }
 

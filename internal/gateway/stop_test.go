@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/snigate/snigate/internal/testkit"
 	"io"
 	"os"
 	"strings"
@@ -84,9 +83,8 @@ func (sw *stopWorld) signal(sig os.Signal) {
 // waitLog waits for the n-th log line containing sub.
 func (sw *stopWorld) waitLog(sub string, n int) {
 	sw.t.Helper()
-	testkit.Poll(sw.t, fmt.Sprintf("%d log lines with %q", n, sub), func() bool {
-		return strings.Count(sw.logs.String(), sub) >= n
-	})
+	sw.logs.WaitFor(sw.t, func(text string) bool { return strings.Count(text, sub) >= n },
+		func(text string) string { return fmt.Sprintf("no %d log lines with %q; log:\n%s", n, sub, text) })
 }
 
 // wantStillDraining checks that the tunnel still carries bytes and Run

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/snigate/snigate/internal/handover"
-	"github.com/snigate/snigate/internal/testkit"
 )
 
 // envUpgradeChild makes this test binary, started by an upgrade, run a
@@ -115,9 +114,7 @@ func TestFailedUpgradeKeepsServing(t *testing.T) {
 			if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
 				t.Fatal(err)
 			}
-			testkit.Poll(t, "the failed upgrade's log line", func() bool {
-				return w.logs.Contains(`msg="upgrade failed; this process keeps serving"`)
-			})
+			w.logs.Wait(t, `msg="upgrade failed; this process keeps serving"`)
 			wantListenersNonblocking(t, w)
 			w.wantServes()
 			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
@@ -245,9 +242,8 @@ func (w *world) wantSlowConnectHeadClosed() {
 	if w.upgraded {
 		return
 	}
-	testkit.Poll(t, "the CONNECT timeout's log line", func() bool {
-		return strings.Count(w.logs.String(), "result=timeout") > timeouts
-	})
+	w.logs.WaitFor(t, func(text string) bool { return strings.Count(text, "result=timeout") > timeouts },
+		func(text string) string { return "no new result=timeout log line for the CONNECT head; log:\n" + text })
 }
 
 // TestUpgradeHandsOverNonblockingSockets: a successful upgrade, to this

@@ -153,7 +153,7 @@ func TestRotatedUpstreamCAAppliesToResumedSessions(t *testing.T) {
 	other, err := pki.NewAuthority("another CA")
 	must(t, err)
 	trust.swap(map[string][]byte{"ca.crt": other.PEM})
-	testkit.Poll(t, `"CA bundle reloaded"`, func() bool { return w.logs.Contains(`msg="CA bundle reloaded" route=registry role=upstream_ca`) })
+	w.logs.Wait(t, `msg="CA bundle reloaded" route=registry role=upstream_ca`)
 	if c, err := w.dialTLS("registry.test"); err == nil {
 		_, err = io.WriteString(c, "x")
 		if err == nil {
