@@ -250,3 +250,33 @@ func mustDigest(t *testing.T, s string) digest {
 	}
 	return d
 }
+
+// TestLateTakerOfAFinishedTakeoverStandsDown: a waiter saw the dead
+// gateway's lease unchanged for LeaseTTL, but before it acted another
+// waiter took the lease over, filled and released it (lease and takeover
+// marker removed). Its marker PUT then succeeds (the marker is gone), and
+// on a store that does not refuse If-Match on a missing object
+// (SeaweedFS) its lease PUT would create a lease and fetch again: the
+// late taker stands down and leaves nothing in the bucket. The bug:
+// SeaweedFS's registry saw two GETs of a layer
+// (TestDeadGatewaysLeaseTakenOverOnceOnSeaweedFS, under load).
+func TestLateTakerOfAFinishedTakeoverStandsDown(t *testing.T) {
+	store := newFakeObjects(time.Now())
+	store.ignoreIfMatch = true
+	logs := testkit.NewLogSink()
+	late := fakeTier(t, store, "late", 0, logs)
+	defer late.Close()
+	d, _ := parseDigest(newRegistry(1 << 10).digest)
+	l, again, err := late.takeOver(context.Background(), d, "dead")
+	if err != nil || l != nil || !again {
+		t.Fatalf("takeOver of a lease already taken over and released: lease %v, again %v, err %v; want none, again", l != nil, again, err)
+	}
+	if strings.Contains(logs.String(), "took over") {
+		t.Errorf("the late taker logged a takeover:\n%s", logs)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	for key := range store.objs {
+		t.Errorf("left in the bucket: %s", key)
+	}
+}

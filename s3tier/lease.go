@@ -201,6 +201,17 @@ func (t *Tier) takeOver(ctx context.Context, d digest, etag string) (_ *lease, a
 	case err != nil:
 		return nil, false, fmt.Errorf("put takeover marker %s: %w", marker, err)
 	}
+	// The marker may be new because a waiter that took this ETag over has
+	// already finished and removed it, with the lease: on a store whose
+	// conditional PUT does not refuse a missing object (SeaweedFS), the
+	// If-Match below would then create a lease again and fetch a second
+	// time. So the lease must still be the one seen.
+	if still, err := t.leaseIs(ctx, d, etag); err != nil || !still {
+		if rerr := t.remove(ctx, marker); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err == nil, err
+	}
 	l, err := t.acquire(ctx, d, etag)
 	if err != nil {
 		if rerr := t.remove(ctx, marker); rerr != nil {
@@ -215,6 +226,20 @@ func (t *Tier) takeOver(ctx context.Context, d digest, etag string) (_ *lease, a
 	t.cfg.Logger.Info("took over the shared tier's fill of a gateway that stopped renewing its lease",
 		"route", t.cfg.Route, "digest", d.String())
 	return l, false, nil
+}
+
+// leaseIs reports whether d's lease is there with ETag etag.
+func (t *Tier) leaseIs(ctx context.Context, d digest, etag string) (bool, error) {
+	cctx, cancel := t.call(ctx)
+	oi, err := t.cl.StatObject(cctx, t.cfg.Bucket, t.leaseKey(d), minio.StatObjectOptions{})
+	cancel()
+	switch {
+	case notFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("stat lease %s: %w", t.leaseKey(d), err)
+	}
+	return oi.ETag == etag, nil
 }
 
 // pause waits delay, or until ctx or the Tier ends.

@@ -113,4 +113,3 @@ func linkPull(t *testing.T, g *gateway, reg *linkRegistry, auth string) (int, []
 	c.Wrap(next, reg).ServeHTTP(rec, r)
 	return rec.Code, rec.Body.Bytes(), ann.Facts().Cache
 }
-

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,13 +27,33 @@ func TestDeadGatewaysLeaseTakenOverOnceOnSeaweedFS(t *testing.T) {
 		strings.NewReader(`{"owner":"dead","digest":"`+reg.digest+`","beat":7}`), -1, minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	dead, err := w.Client.StatObject(context.Background(), testBucket, gws[0].tier.leaseKey(d), minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each look is a third of the TTL later until one gateway has begun
+	// to take the dead lease over (its takeover marker is in the bucket);
+	// from then on the clocks stop, so that the new owner's live lease
+	// (renewed every third of the real TTL) never looks dead however
+	// slowly its fill goes on a loaded machine.
+	var frozen atomic.Bool
+	marker := gws[0].tier.takeoverKey(d, dead.ETag)
+	takingOver := func() bool {
+		if !frozen.Load() {
+			_, err := w.Client.StatObject(context.Background(), testBucket, marker, minio.StatObjectOptions{})
+			frozen.Store(err == nil)
+		}
+		return frozen.Load()
+	}
 	for _, g := range gws {
 		clock := time.Unix(1_700_000_000, 0)
 		var mu sync.Mutex
-		g.tier.now = func() time.Time { // each look is a third of the TTL later
+		g.tier.now = func() time.Time {
 			mu.Lock()
 			defer mu.Unlock()
-			clock = clock.Add(g.tier.cfg.LeaseTTL / 3)
+			if !takingOver() {
+				clock = clock.Add(g.tier.cfg.LeaseTTL / 3)
+			}
 			return clock
 		}
 		g.tier.pauseFunc = func(context.Context, time.Duration) error { return nil }
