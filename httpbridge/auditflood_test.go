@@ -134,6 +134,22 @@ func TestAuditFloodBounded(t *testing.T) {
 	up, _, _ := newRegistry(t, p, "h2")
 	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, cfg: Config{Repositories: []string{"team/**"}}})
 
+	h2Audit := floodH2Authority(t, w)
+	floodH1LongPaths(t, w, h2Audit)
+	for _, l := range w.audit.sink.lines() {
+		if len(l)+1 > MaxAuditRecord {
+			t.Fatalf("a record of %d bytes, want at most MaxAuditRecord = %d", len(l)+1, MaxAuditRecord)
+		}
+	}
+	pullAuditedInFull(t, w)
+}
+
+// floodH2Authority sends floodRequests refused requests with a 4,000-byte
+// :authority compressed once over one HTTP/2 connection; every refusal
+// is counted, the audit log stays a few records. It returns the audit
+// log's size after the flood.
+func floodH2Authority(t *testing.T, w *world) int {
+	t.Helper()
 	flood := newH2Flooder(t, w)
 	authority := strings.Repeat("a", 3990) + ".test"
 	const batch = 50
@@ -151,7 +167,15 @@ func TestAuditFloodBounded(t *testing.T) {
 	if h2Audit > 16*MaxAuditRecord {
 		t.Errorf("%d refusals wrote %d bytes of audit log, want at most %d (a few aggregated records)", floodRequests, h2Audit, 16*MaxAuditRecord)
 	}
+	return h2Audit
+}
 
+// floodH1LongPaths sends floodRequests/2 refused GETs with 8 KiB paths
+// over HTTP/1.1: each 403 is short (it does not echo the whole path),
+// every refusal is counted, the audit log grows by a few records past
+// h2Audit.
+func floodH1LongPaths(t *testing.T, w *world, h2Audit int) {
+	t.Helper()
 	longPath := "/v2/" + strings.Repeat("x/", 4<<10) + "manifests/latest" // names no repository: 403
 	h1 := w.node(t, "http/1.1")
 	for range floodRequests / 2 {
@@ -173,12 +197,13 @@ func TestAuditFloodBounded(t *testing.T) {
 	if h1Audit := w.audit.bytes() - h2Audit; h1Audit > 16*MaxAuditRecord {
 		t.Errorf("%d refusals of 8 KiB paths wrote %d bytes of audit log, want at most %d", floodRequests/2, h1Audit, 16*MaxAuditRecord)
 	}
-	for _, l := range w.audit.sink.lines() {
-		if len(l)+1 > MaxAuditRecord {
-			t.Fatalf("a record of %d bytes, want at most MaxAuditRecord = %d", len(l)+1, MaxAuditRecord)
-		}
-	}
+}
 
+// pullAuditedInFull pulls an image on another connection after the
+// floods: its records (the manifest and two blobs) are all written, in
+// full.
+func pullAuditedInFull(t *testing.T, w *world) {
+	t.Helper()
 	before := len(w.audit.sink.lines())
 	if _, err := memregistry.PullImage(context.Background(), name.MustParseReference(registryName+"/team/app:v1"), w.node(t, "h2").Transport); err != nil {
 		t.Fatal(err)

@@ -27,37 +27,7 @@ func TestDeadGatewaysLeaseTakenOverOnceOnSeaweedFS(t *testing.T) {
 		strings.NewReader(`{"owner":"dead","digest":"`+reg.digest+`","beat":7}`), -1, minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := w.Client.StatObject(context.Background(), testBucket, gws[0].tier.leaseKey(d), minio.StatObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each look is a third of the TTL later until one gateway has begun
-	// to take the dead lease over (its takeover marker is in the bucket);
-	// from then on the clocks stop, so that the new owner's live lease
-	// (renewed every third of the real TTL) never looks dead however
-	// slowly its fill goes on a loaded machine.
-	var frozen atomic.Bool
-	marker := gws[0].tier.takeoverKey(d, dead.ETag)
-	takingOver := func() bool {
-		if !frozen.Load() {
-			_, err := w.Client.StatObject(context.Background(), testBucket, marker, minio.StatObjectOptions{})
-			frozen.Store(err == nil)
-		}
-		return frozen.Load()
-	}
-	for _, g := range gws {
-		clock := time.Unix(1_700_000_000, 0)
-		var mu sync.Mutex
-		g.tier.now = func() time.Time {
-			mu.Lock()
-			defer mu.Unlock()
-			if !takingOver() {
-				clock = clock.Add(g.tier.cfg.LeaseTTL / 3)
-			}
-			return clock
-		}
-		g.tier.pauseFunc = func(context.Context, time.Duration) error { return nil }
-	}
+	lookCountingClocks(t, w, gws, d)
 	var wg sync.WaitGroup
 	for _, g := range gws {
 		wg.Go(func() {
@@ -80,5 +50,43 @@ func TestDeadGatewaysLeaseTakenOverOnceOnSeaweedFS(t *testing.T) {
 	}
 	for oi := range w.Client.ListObjects(context.Background(), testBucket, minio.ListObjectsOptions{Prefix: "test/leases/", Recursive: true}) {
 		t.Errorf("left in the bucket: %s %v", oi.Key, oi.Err)
+	}
+}
+
+// lookCountingClocks gives each gateway a clock that moves a third of
+// the lease TTL at each look, so that the dead lease (in the bucket now)
+// soon looks unchanged for LeaseTTL, and no pause between looks.
+//
+// The clocks stop once one gateway has begun to take the dead lease over
+// (its takeover marker is in the bucket), so that the new owner's live
+// lease (renewed every third of the real TTL) never looks dead however
+// slowly its fill goes on a loaded machine.
+func lookCountingClocks(t *testing.T, w *weed, gws []*gateway, d digest) {
+	t.Helper()
+	dead, err := w.Client.StatObject(context.Background(), testBucket, gws[0].tier.leaseKey(d), minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frozen atomic.Bool
+	marker := gws[0].tier.takeoverKey(d, dead.ETag)
+	takingOver := func() bool {
+		if !frozen.Load() {
+			_, err := w.Client.StatObject(context.Background(), testBucket, marker, minio.StatObjectOptions{})
+			frozen.Store(err == nil)
+		}
+		return frozen.Load()
+	}
+	for _, g := range gws {
+		clock := time.Unix(1_700_000_000, 0)
+		var mu sync.Mutex
+		g.tier.now = func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			if !takingOver() {
+				clock = clock.Add(g.tier.cfg.LeaseTTL / 3)
+			}
+			return clock
+		}
+		g.tier.pauseFunc = func(context.Context, time.Duration) error { return nil }
 	}
 }
