@@ -11,14 +11,6 @@ import (
 	"github.com/snigate/snigate/oci"
 )
 
-// manifestAccept is the Accept header of the gateway's own manifest reads.
-var manifestAccept = strings.Join([]string{
-	"application/vnd.oci.image.manifest.v1+json",
-	"application/vnd.oci.image.index.v1+json",
-	"application/vnd.docker.distribution.manifest.v2+json",
-	"application/vnd.docker.distribution.manifest.list.v2+json",
-}, ", ")
-
 // errNotFound is a 404 from the registry: no such signature.
 var errNotFound = errors.New("not found")
 
@@ -65,7 +57,7 @@ func (f fetcher) get(path, accept string, limit int) ([]byte, http.Header, error
 
 // manifest reads a manifest of repo by reference.
 func (f fetcher) manifest(repo, ref string) (Manifest, error) {
-	b, _, err := f.get("/v2/"+repo+"/manifests/"+ref, manifestAccept, MaxManifest)
+	b, _, err := f.get("/v2/"+repo+"/manifests/"+ref, oci.ManifestAccept, MaxManifest)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -90,7 +82,7 @@ func (f fetcher) blob(repo, digest string) ([]byte, error) {
 func (f fetcher) referrers(repo, digest string) ([]Descriptor, error) {
 	b, _, err := f.get("/v2/"+repo+"/referrers/"+digest, "application/vnd.oci.image.index.v1+json", MaxManifest)
 	if errors.Is(err, errNotFound) {
-		b, _, err = f.get("/v2/"+repo+"/manifests/"+tagOf(digest), manifestAccept, MaxManifest)
+		b, _, err = f.get("/v2/"+repo+"/manifests/"+tagOf(digest), oci.ManifestAccept, MaxManifest)
 	}
 	if err != nil {
 		return nil, err

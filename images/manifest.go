@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/snigate/snigate/oci"
 )
 
 // MaxManifest is the largest manifest read (the distribution
@@ -16,11 +18,10 @@ const maxDepth = 4
 
 // The manifest media types asked for (Accept) and understood.
 const (
-	MediaOCIIndex      = "application/vnd.oci.image.index.v1+json"
-	MediaOCIManifest   = "application/vnd.oci.image.manifest.v1+json"
-	MediaDockerList    = "application/vnd.docker.distribution.manifest.list.v2+json"
-	MediaDockerV2      = "application/vnd.docker.distribution.manifest.v2+json"
-	acceptManifests    = MediaOCIIndex + ", " + MediaOCIManifest + ", " + MediaDockerList + ", " + MediaDockerV2
+	MediaOCIIndex      = oci.MediaOCIIndex
+	MediaOCIManifest   = oci.MediaOCIManifest
+	MediaDockerList    = oci.MediaDockerList
+	MediaDockerV2      = oci.MediaDockerV2
 	annotationRefName  = "org.opencontainers.image.ref.name"
 	annotationImageRef = "io.containerd.image.name"
 )

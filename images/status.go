@@ -81,7 +81,7 @@ func resolve(ctx context.Context, rt Route, ref oci.Reference) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r.Header.Set("Accept", acceptManifests)
+	r.Header.Set("Accept", oci.ManifestAccept)
 	s := newSink(io.Discard)
 	if err := rt.Fetch.ServeOwn(s, r); err == nil && s.status == http.StatusOK {
 		if d := s.h.Get("Docker-Content-Digest"); oci.ValidDigest(d) {

@@ -145,7 +145,7 @@ func fetchManifest(ctx context.Context, rt Route, repo, ref, digest string) (Des
 	if err != nil {
 		return Descriptor{}, nil, "", err
 	}
-	r.Header.Set("Accept", acceptManifests)
+	r.Header.Set("Accept", oci.ManifestAccept)
 	buf := &limitedBuffer{max: MaxManifest}
 	s := newSink(buf)
 	err = rt.Fetch.ServeOwn(s, r)

@@ -6,16 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
-)
 
-// manifestAccept are the manifest types a runtime asks for.
-var manifestAccept = strings.Join([]string{
-	"application/vnd.oci.image.index.v1+json",
-	"application/vnd.oci.image.manifest.v1+json",
-	"application/vnd.docker.distribution.manifest.list.v2+json",
-	"application/vnd.docker.distribution.manifest.v2+json",
-}, ", ")
+	"github.com/snigate/snigate/oci"
+)
 
 // manifest is the part of an index or image manifest doctor reads.
 type manifest struct {
@@ -119,7 +112,7 @@ func (r *run) blobDigest(ctx context.Context, hdr http.Header) (string, *Result)
 
 func (r *run) manifest(ctx context.Context, ref string, hdr http.Header) (manifest, *Result) {
 	h := hdr.Clone()
-	h.Set("Accept", manifestAccept)
+	h.Set("Accept", oci.ManifestAccept)
 	u := fmt.Sprintf("https://%s/v2/%s/manifests/%s", r.t.registry(), r.t.repo, ref)
 	resp, body, err := r.get(ctx, u, h)
 	if err != nil || resp.StatusCode != http.StatusOK {
