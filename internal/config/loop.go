@@ -9,9 +9,10 @@ import (
 	"github.com/snigate/snigate/names"
 )
 
-// interfaceAddrs are the addresses of this host's interfaces, which a
+// InterfaceAddrs are the addresses of this host's (network namespace's)
+// interfaces, none when they cannot be read: the addresses a
 // listener on an unspecified address ("", 0.0.0.0, ::) accepts on.
-func interfaceAddrs() []netip.Addr {
+func InterfaceAddrs() []netip.Addr {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil
@@ -68,7 +69,7 @@ func hostAddr(h string) (netip.Addr, bool) {
 // isLocal reports whether a is one of the host's addresses
 // (parser.localAddrsFunc).
 func (p *parser) isLocal(a netip.Addr) bool {
-	local := interfaceAddrs
+	local := InterfaceAddrs
 	if p.localAddrsFunc != nil {
 		local = p.localAddrsFunc
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/snigate/snigate/dnsresponder"
+	"github.com/snigate/snigate/internal/config"
 )
 
 // Answers lists the dns.answer addresses as the answer check sees them
@@ -42,7 +43,7 @@ func (g *Gateway) ownAddrs() []netip.Addr {
 	if p := g.tlsBound.Load(); p != nil {
 		bound = *p
 	}
-	return ownAddrs(bound, interfaceAddrs)
+	return ownAddrs(bound, config.InterfaceAddrs)
 }
 
 // ownAddrs are the addresses the TLS listeners bound are reached on: the
@@ -75,22 +76,6 @@ func ownAddrs(bound []net.Addr, local func() []netip.Addr) []netip.Addr {
 		}
 	}
 	return own
-}
-
-// interfaceAddrs are the addresses of this host's (network namespace's)
-// interfaces; none when they cannot be read.
-func interfaceAddrs() []netip.Addr {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-	var out []netip.Addr
-	for _, a := range addrs {
-		if pfx, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, pfx.Addr().Unmap())
-		}
-	}
-	return out
 }
 
 // logAnswerCheck says at start what dns.answer_check checks and which
