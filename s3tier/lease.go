@@ -165,21 +165,19 @@ const (
 // checkLease looks at the lease once: gone (again), changed (the owner
 // lives), or unchanged for LeaseTTL: taken over.
 func (t *Tier) checkLease(ctx context.Context, d digest, seen *leaseSeen) (_ *lease, again bool, _ error) {
-	cctx, cancel := t.call(ctx)
-	oi, err := t.cl.StatObject(cctx, t.cfg.Bucket, t.leaseKey(d), minio.StatObjectOptions{})
-	cancel()
+	etag, err := t.leaseETag(ctx, d)
 	switch {
-	case notFound(err):
-		return nil, true, nil
 	case err != nil:
-		return nil, false, fmt.Errorf("stat lease %s: %w", t.leaseKey(d), err)
-	case oi.ETag != seen.etag:
-		*seen = leaseSeen{etag: oi.ETag, since: t.now()}
+		return nil, false, err
+	case etag == "":
+		return nil, true, nil
+	case etag != seen.etag:
+		*seen = leaseSeen{etag: etag, since: t.now()}
 		return nil, false, nil
 	case t.now().Sub(seen.since) < t.cfg.LeaseTTL:
 		return nil, false, nil
 	}
-	return t.takeOver(ctx, d, oi.ETag)
+	return t.takeOver(ctx, d, etag)
 }
 
 // takeOver takes over d's lease whose ETag is etag, unchanged for
@@ -206,7 +204,7 @@ func (t *Tier) takeOver(ctx context.Context, d digest, etag string) (_ *lease, a
 	// conditional PUT does not refuse a missing object (SeaweedFS), the
 	// If-Match below would then create a lease again and fetch a second
 	// time. So the lease must still be the one seen.
-	if still, err := t.leaseIs(ctx, d, etag); err != nil || !still {
+	if now, err := t.leaseETag(ctx, d); err != nil || now != etag {
 		if rerr := t.remove(ctx, marker); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -228,18 +226,18 @@ func (t *Tier) takeOver(ctx context.Context, d digest, etag string) (_ *lease, a
 	return l, false, nil
 }
 
-// leaseIs reports whether d's lease is there with ETag etag.
-func (t *Tier) leaseIs(ctx context.Context, d digest, etag string) (bool, error) {
+// leaseETag is the ETag of d's lease, "" when there is none.
+func (t *Tier) leaseETag(ctx context.Context, d digest) (string, error) {
 	cctx, cancel := t.call(ctx)
 	oi, err := t.cl.StatObject(cctx, t.cfg.Bucket, t.leaseKey(d), minio.StatObjectOptions{})
 	cancel()
 	switch {
 	case notFound(err):
-		return false, nil
+		return "", nil
 	case err != nil:
-		return false, fmt.Errorf("stat lease %s: %w", t.leaseKey(d), err)
+		return "", fmt.Errorf("stat lease %s: %w", t.leaseKey(d), err)
 	}
-	return oi.ETag == etag, nil
+	return oi.ETag, nil
 }
 
 // pause waits delay, or until ctx or the Tier ends.
