@@ -68,11 +68,7 @@ func benchWorld(b *testing.B, sizes ...int) *world {
 	b.Helper()
 	p := newTestPKI(b)
 	up := benchRegistry(b, p, sizes...)
-	f := startAudit("bench", fixedWriter{io.Discard}, DefaultAuditQueue, nil, nil)
-	f.refs = 1
-	audit := &AuditLog{f: f}
-	b.Cleanup(func() { _ = audit.Close() })
-	return newWorld(b, p, worldOpts{addrs: []string{up.addr}, cfg: Config{Audit: audit}})
+	return newWorld(b, p, worldOpts{addrs: []string{up.addr}, cfg: Config{Audit: discardAudit(b)}})
 }
 
 // recordCounter counts the TLS records read from the gateway (it parses
