@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/snigate/snigate/internal/memregistry"
 	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testkit/distribution"
 )
@@ -112,7 +113,7 @@ func (w *world) push(t *testing.T, repo string) v1.Hash {
 // knows) and returns its digest, after reading every layer.
 func (w *world) pull(t *testing.T, rt http.RoundTripper, repo string) (v1.Hash, error) {
 	t.Helper()
-	return distribution.Pull(testContext(t), w.ref(t, repo), rt)
+	return memregistry.PullImage(testContext(t), w.ref(t, repo), rt)
 }
 
 func (w *world) ref(t *testing.T, repo string) name.Reference {

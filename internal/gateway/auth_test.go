@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snigate/snigate/internal/config"
+	"github.com/snigate/snigate/internal/memregistry"
 	"github.com/snigate/snigate/internal/testkit"
 	"github.com/snigate/snigate/internal/testkit/distribution"
 	"github.com/snigate/snigate/oci"
@@ -134,7 +135,7 @@ func pullThrough(t *testing.T, rt http.RoundTripper, repo string) (v1.Hash, erro
 	t.Helper()
 	ref, err := name.ParseReference("registry.test/" + repo + ":v1")
 	must(t, err)
-	return distribution.Pull(t.Context(), ref, rt)
+	return memregistry.PullImage(t.Context(), ref, rt)
 }
 
 // get sends GET path through rt and returns the status and body.
