@@ -149,15 +149,7 @@ func (c *sockConn) writeBuffers(bufs [][]byte) (int64, error) {
 				return true
 			}
 			total += int64(n)
-			for n > 0 && len(bufs) > 0 {
-				if n >= len(bufs[0]) {
-					n -= len(bufs[0])
-					bufs = bufs[1:]
-				} else {
-					bufs[0] = bufs[0][n:]
-					n = 0
-				}
-			}
+			bufs = consumed(bufs, n)
 			for len(bufs) > 0 && len(bufs[0]) == 0 {
 				bufs = bufs[1:]
 			}
