@@ -35,13 +35,7 @@ const (
 )
 
 // Descriptor is an OCI content descriptor.
-type Descriptor struct {
-	MediaType    string            `json:"mediaType"`
-	ArtifactType string            `json:"artifactType"`
-	Digest       string            `json:"digest"`
-	Size         int64             `json:"size"`
-	Annotations  map[string]string `json:"annotations"`
-}
+type Descriptor = oci.Descriptor
 
 // Manifest is an OCI or Docker image manifest, an image index or a
 // manifest list, or a referrers list (an index): the descriptors it

@@ -26,30 +26,12 @@ const (
 	annotationImageRef = "io.containerd.image.name"
 )
 
-// Descriptor names content: its media type, digest and size (the OCI
-// descriptor).
-type Descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int64             `json:"size"`
-	Platform    *Platform         `json:"platform,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-}
+// Descriptor names content: its media type, digest and size, an index
+// entry's platform (the OCI descriptor).
+type Descriptor = oci.Descriptor
 
 // Platform is an index entry's platform.
-type Platform struct {
-	OS           string `json:"os"`
-	Architecture string `json:"architecture"`
-	Variant      string `json:"variant,omitempty"`
-}
-
-func (p Platform) String() string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
-}
+type Platform = oci.Platform
 
 // ParsePlatform parses "os/arch" or "os/arch/variant".
 func ParsePlatform(s string) (Platform, error) {

@@ -13,7 +13,8 @@
 //     failure (errors.go: WriteError, CodeDenied, ErrNoUpstream,
 //     UpstreamStatus, NodeMessage);
 //   - the hop-by-hop and forwarding header sets (headers.go);
-//   - the manifest media types and their Accept header (media.go);
+//   - the manifest media types and their Accept header (media.go), and
+//     the content descriptor (descriptor.go);
 //   - the annotation on a request's context that carries the facts of its
 //     audit record between the links of the chain (annotation.go:
 //     NewAnnotation, WithAnnotation, AnnotationFrom, RequestAPI).
