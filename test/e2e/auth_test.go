@@ -192,18 +192,7 @@ const (
 // refused.
 func startTokenSvc(t *testing.T, w *world, pki string) *distribution.TokenService {
 	t.Helper()
-	kp, err := w.registryCA.issue(pki, "tokensvc", hostOf(tokenSvcAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.LoadX509KeyPair(kp.certFile, kp.keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ln net.Listener
-	if err := w.registry.do(func() (err error) { ln, err = net.Listen("tcp", tokenSvcAddr); return err }); err != nil {
-		t.Fatal(err)
-	}
+	cert, ln := w.registryListener(t, pki, "tokensvc", tokenSvcAddr)
 	return distribution.NewTokenService(t, distribution.TokenOptions{
 		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, Listener: ln, HTTP2: true,
 		Realm: "https://" + hostOf(tokenSvcAddr) + "/token", Issuer: e2eTokenIssuer, Service: e2eTokenService,
@@ -218,7 +207,17 @@ func startTokenSvc(t *testing.T, w *world, pki string) *distribution.TokenServic
 // trusts it as a redirect target), serving the registries' storage.
 func startStorageHost(t *testing.T, w *world, pki, root string) *distribution.StorageHost {
 	t.Helper()
-	kp, err := w.registryCA.issue(pki, "blobstorage", hostOf(storageAddr))
+	cert, ln := w.registryListener(t, pki, "blobstorage", storageAddr)
+	return distribution.NewStorageHost(t, distribution.StorageOptions{
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, Listener: ln, Root: root,
+	})
+}
+
+// registryListener is a listener on addr in the registry namespace and a
+// certificate for its host, named name, of the registry CA.
+func (w *world) registryListener(t *testing.T, pki, name, addr string) (tls.Certificate, net.Listener) {
+	t.Helper()
+	kp, err := w.registryCA.issue(pki, name, hostOf(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,10 +226,8 @@ func startStorageHost(t *testing.T, w *world, pki, root string) *distribution.St
 		t.Fatal(err)
 	}
 	var ln net.Listener
-	if err := w.registry.do(func() (err error) { ln, err = net.Listen("tcp", storageAddr); return err }); err != nil {
+	if err := w.registry.do(func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
 		t.Fatal(err)
 	}
-	return distribution.NewStorageHost(t, distribution.StorageOptions{
-		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, Listener: ln, Root: root,
-	})
+	return cert, ln
 }
