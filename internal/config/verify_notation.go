@@ -38,17 +38,21 @@ func (p *parser) notation(v fields) *VerifyNotation {
 	if p.skipFiles || out.TrustStore == "" || out.TrustPolicy == "" {
 		return out
 	}
+	storeOK := true
 	if fi, err := os.Stat(out.TrustStore); err != nil || !fi.IsDir() {
 		msg := "not a directory"
 		if err != nil {
 			msg = unwrapPath(err).Error()
 		}
 		p.errorf(f.keyLine("trust_store"), f.key("trust_store"), "cannot read the trust store %s: %s", out.TrustStore, msg)
-		return out
+		storeOK = false
 	}
 	stores, err := readTrustPolicy(out.TrustPolicy)
 	if err != nil {
 		p.errorf(f.keyLine("trust_policy"), f.key("trust_policy"), "%s", err)
+		return out
+	}
+	if !storeOK {
 		return out
 	}
 	for _, s := range stores {

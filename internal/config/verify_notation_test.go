@@ -88,6 +88,10 @@ var verifyNotationErrorCases = []struct {
 	{name: "unknown key", yaml: minimalBridge + "    http: {verify: {notation: {trust_store: truststore, trust_policy: policy.json, plugins: x}}}\n", want: []string{
 		"snigate.yaml:10: routes[0].http.verify.notation.plugins: unknown key; allowed here: trust_store, trust_policy",
 	}},
+	{name: "store and policy missing: both said at once", yaml: notationYAML("nostore", "nopolicy.json"), want: []string{
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_store: cannot read the trust store nostore: no such file or directory",
+		"snigate.yaml:10: routes[0].http.verify.notation.trust_policy: cannot read nopolicy.json: no such file or directory",
+	}},
 	{name: "store missing", yaml: notationYAML("nostore", "policy.json"), want: []string{
 		"snigate.yaml:10: routes[0].http.verify.notation.trust_store: cannot read the trust store nostore: no such file or directory",
 	}},
