@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/snigate/snigate/dnsresponder"
 	"github.com/snigate/snigate/internal/handover"
@@ -63,7 +64,7 @@ func (g *Gateway) serve(ctx context.Context, ls *listeners) error {
 		select {
 		case <-ctx.Done():
 			g.sdNotify(handover.NotifyStopping)
-			return g.drain(sigs, srv)
+			return g.drain(sigs, srv, g.clock())
 		case sig := <-sigs:
 			if done, err := g.signaled(ctx, sig, sigs, srv); done {
 				return err
@@ -91,7 +92,7 @@ func (g *Gateway) signaled(ctx context.Context, sig os.Signal, sigs <-chan os.Si
 			return false, nil
 		}
 		g.giveWay()
-		return true, g.drain(sigs, srv)
+		return true, g.drain(sigs, srv, g.clock())
 	case syscall.SIGQUIT:
 		g.log.Warn("stop now: closing every connection", "signal", sig.String(),
 			"connections", g.openConnections())
@@ -99,9 +100,10 @@ func (g *Gateway) signaled(ctx context.Context, sig os.Signal, sigs <-chan os.Si
 		g.shutdownNow(srv)
 		return true, ErrForcedStop
 	}
+	first := g.clock() // the stop request's time, before anything of it is seen
 	g.log.Info("stop signal received", "signal", sig.String())
 	g.sdNotify(handover.NotifyStopping)
-	return true, g.drain(sigs, srv)
+	return true, g.drain(sigs, srv, first)
 }
 
 // running records what Run serves, for reloads and the admin API.
@@ -181,13 +183,13 @@ func (g *Gateway) logRoutes(gen *generation) {
 
 // drain stops accepting, reports not-ready, lets connections finish for up
 // to timeouts.drain, then closes what is left. SIGQUIT, or a stop signal
-// more than RepeatStopWindow after the drain began, cuts the budget short;
+// more than RepeatStopWindow after first (the stop request's time, taken
+// as it arrived), cuts the budget short;
 // while it runs it logs the connections still open.
-func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers) error {
+func (g *Gateway) drain(sigs <-chan os.Signal, srv *servers, first time.Time) error {
 	g.markStopping()
 	g.setReady(false)
 	g.leaveOutOwnAnswers()
-	first := g.clock()
 	budget := g.gen.Load().cfg.Timeouts.Drain
 	g.log.Info("draining", "connections", g.openConnections(), "remaining", budget.String())
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
