@@ -23,7 +23,11 @@
 # bench/auth/run.sh when SCENARIOS names auth (issue 30), and
 # bench/verify/run.sh (signature policy; SCENARIOS=verify or all); SCENARIOS with
 # fleet also runs bench/fleet/run.sh (the shared cache tier, issue 31).
-# Targets: direct snigate snigate-x25519 haproxy nginx sniproxy (sniproxy:
+# Targets: direct snigate snigate-x25519 haproxy nginx sniproxy, and
+# floor, floor-server, floor-transport (never by default; http-manifest
+# and http-blobs only: bench/floor, the least a Go proxy does per request
+# with net/http's parsers on both legs, and the same with net/http's
+# Server or Transport on one leg) (sniproxy:
 # splice only; snigate-x25519: bridge and http only, the same gateway with
 # serve.key_exchanges and upstream_tls.key_exchanges [x25519], the key
 # exchange OpenSSL 3.0 gives HAProxy and nginx on both legs; direct: no
@@ -235,6 +239,9 @@ log "building snigate and bench/loadgen into $work"
 snigate_rev="$(git rev-parse --short HEAD)$(git diff --quiet -- sni internal cmd upstream dnsresponder || echo '+dirty')"
 CGO_ENABLED=0 go build -o "$work/snigate" ./cmd/snigate
 go build -o "$work/loadgen" ./bench/loadgen
+if wanted floor || wanted floor-server || wanted floor-transport; then
+	go build -o "$work/floor" ./bench/floor
+fi
 if [ -n "$BASE_REV" ]; then
 	# The before side of an A/B: snigate at BASE_REV, built the same way
 	# (its own cmd/snigate/default.pgo), as target snigate-base.
@@ -630,6 +637,16 @@ start_proxies() {
 		wait_listen "$p_nginx_bridge" nginx
 		wait_listen "$p_nginx_http" nginx
 	fi
+	local m i=90
+	for m in floor floor-server floor-transport; do
+		i=$((i + 1))
+		if wanted "$m" && [ "${1:-}" != idle ]; then
+			GOMAXPROCS=2 "$work/floor" -mode "${m#floor-}" -pki "$pki" -listen "127.0.0.1:$((BASE_PORT + i))" \
+				-upstream "127.0.0.1:$p_up_http" >>"$work/$m.log" 2>&1 &
+			pid[$m]=$!
+			wait_listen $((BASE_PORT + i)) "$m"
+		fi
+	done
 	if wanted sniproxy; then
 		"$SNIPROXY" -f -c "$work/sniproxy.conf" >>"$work/sniproxy.log" 2>&1 &
 		pid[sniproxy]=$!
@@ -657,6 +674,11 @@ target_flags() {
 		[ "$PROFILE" = 1 ] && extra=",pprof=127.0.0.1:$p_pprof_x"
 		flags+=(-target "name=snigate-x25519,bridge=127.0.0.1:$p_snigate_x$(http_of snigate-x25519 "$p_snigate_x"),pid=${pid[snigate-x25519]}$extra")
 	fi
+	local m i=90
+	for m in floor floor-server floor-transport; do
+		i=$((i + 1))
+		[ -n "${pid[$m]:-}" ] && flags+=(-target "name=$m,http=127.0.0.1:$((BASE_PORT + i)),pid=${pid[$m]}")
+	done
 	wanted haproxy && flags+=(-target "name=haproxy,splice=127.0.0.1:$p_haproxy,bridge=127.0.0.1:$p_haproxy_bridge,http=127.0.0.1:$p_haproxy_http,pid=${pid[haproxy]}")
 	wanted nginx && flags+=(-target "name=nginx,splice=127.0.0.1:$p_nginx,bridge=127.0.0.1:$p_nginx_bridge,http=127.0.0.1:$p_nginx_http,pid=${pid[nginx]}")
 	wanted sniproxy && flags+=(-target "name=sniproxy,splice=127.0.0.1:$p_sniproxy,pid=${pid[sniproxy]}")
