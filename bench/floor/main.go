@@ -162,7 +162,14 @@ func (p *proxy) roundTrip(req *http.Request) (resp *http.Response, done func(), 
 		_ = u.c.Close()
 		return nil, nil, err
 	}
-	return resp, func() { _ = resp.Body.Close(); p.put(u) }, nil
+	return resp, func() {
+		_ = resp.Body.Close()
+		if resp.Close {
+			_ = u.c.Close()
+			return
+		}
+		p.put(u)
+	}, nil
 }
 
 // conn serves one node connection in its goroutine.
@@ -183,8 +190,7 @@ func (p *proxy) conn(c net.Conn) {
 			log.Print(err)
 			return
 		}
-		resp.Close = resp.Close || last
-		err = resp.Write(bw)
+		err = writeResponse(bw, resp, last)
 		done()
 		if err != nil || bw.Flush() != nil || last {
 			return
@@ -209,4 +215,14 @@ func (p *proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+}
+
+// writeResponse writes resp to the node; last: the node's connection
+// ends after it (the upstream's Connection: close is the upstream's).
+func writeResponse(w io.Writer, resp *http.Response, last bool) error {
+	upClose := resp.Close
+	resp.Close = last
+	err := resp.Write(w)
+	resp.Close = upClose
+	return err
 }
