@@ -80,6 +80,7 @@ TARGETS=${TARGETS:-$default_targets}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
 BASE_REV=${BASE_REV:-} # a commit: also run snigate built from it (target snigate-base), for before/after
+BASE_ENV=${BASE_ENV:-} # environment of snigate-base only (e.g. GOGC=400 with BASE_REV=HEAD: a runtime setting A/B)
 CLIENT_GROUPS=${CLIENT_GROUPS:-default} # bridge clients offer Go's default groups, or only x25519
 DNS=${DNS:-1}
 HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
@@ -597,7 +598,7 @@ start_upstream() {
 # start_snigate NAME PORT PPROF_PORT: snigate with $work/NAME.yaml.
 start_snigate() {
 	if [ "$1" = snigate-base ]; then
-		GOMAXPROCS=2 "$work/snigate-base" run -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+		env GOMAXPROCS=2 $BASE_ENV "$work/snigate-base" run -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
 	elif [ "$PROFILE" = 1 ]; then
 		GOMAXPROCS=2 "$work/snigate-pprof" -c "$work/$1.yaml" -pprof "127.0.0.1:$3" \
 			-log-level warn >>"$work/$1.log" 2>&1 &
