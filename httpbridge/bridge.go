@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"sync"
 	"time"
 
@@ -30,8 +29,8 @@ type Bridge struct {
 	// under cfg.AuthFunc on an auth route.
 	upstream http.RoundTripper
 	tokens   *http.Transport // the token service's transport, nil without AuthFunc
-	proxy    *httputil.ReverseProxy
-	errLog   *log.Logger // net/http's and ReverseProxy's, at Debug
+	proxy    *forwarder
+	errLog   *log.Logger // net/http's and the forwarder's, at Debug
 	warn     ratelog.Limiter
 	metrics  *routeMetrics // the route's series of the request path
 	// next is what admitted requests go to: the chain over proxy.

@@ -73,7 +73,7 @@ func (b *Bridge) refuse(rq *request, r *http.Request, nc *nodeConn, ref *refusal
 }
 
 // finish counts the request and writes its audit record. It runs
-// deferred, so also when ReverseProxy aborts the response (a panic with
+// deferred, so also when the forwarder aborts the response (a panic with
 // http.ErrAbortHandler, which it passes on).
 func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 	p := recover()

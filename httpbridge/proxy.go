@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httputil"
 	"sync"
 
 	"github.com/snigate/snigate/oci"
@@ -17,7 +16,7 @@ import (
 // request in flight costs, however large the blob.
 const copyBufferSize = 32 << 10
 
-// bufferPool recycles the copy buffers of ReverseProxy. It pools array
+// bufferPool recycles the copy buffers of the forwarder. It pools array
 // pointers, which a slice converts back to without allocating (a
 // *[]byte would cost a small allocation on every Put).
 type bufferPool struct{ p sync.Pool }
@@ -39,32 +38,31 @@ func (b *bufferPool) Put(buf []byte) {
 	}
 }
 
-// newProxy is the route's reverse proxy: Rewrite sets the forwarding
-// headers, the transport picks the upstream, ModifyResponse watches the
-// body, ErrorHandler answers in OCI errors.
-func (b *Bridge) newProxy() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite:        b.rewrite,
-		Transport:      b.upstream,
-		BufferPool:     &bufferPool{},
-		ModifyResponse: b.modifyResponse,
-		ErrorHandler:   b.proxyError,
-		ErrorLog:       b.errLog,
+// newProxy is the route's proxy link (forward.go): rewrite sets the
+// forwarding headers, the transport picks the upstream, modifyResponse
+// watches the body, proxyError answers in OCI errors.
+func (b *Bridge) newProxy() *forwarder {
+	return &forwarder{
+		rewrite:        b.rewrite,
+		transport:      b.upstream,
+		buffers:        &bufferPool{},
+		modifyResponse: b.modifyResponse,
+		errorHandler:   b.proxyError,
+		logf:           b.errLog.Printf,
 	}
 }
 
 // rewrite prepares the upstream request: the Host the policy approved
 // (ServeHTTP set it on the node's request), the URL's host chosen per
-// attempt by the transport, and the forwarding headers (the node's own
-// dropped; ReverseProxy has removed the hop-by-hop ones).
-func (b *Bridge) rewrite(pr *httputil.ProxyRequest) {
-	pr.Out.URL.Scheme = "https"
-	pr.Out.URL.Host = pr.In.Host
-	pr.Out.Host = pr.In.Host
-	pr.Out.Header.Del("Host") // an HTTP/2 node's Host header beside :authority
-	oci.DropForwarding(pr.Out.Header)
-	if nc := connFrom(pr.In.Context()); b.cfg.Forwarded && nc != nil {
-		oci.SetForwarded(pr.Out.Header, nc.ip)
+// attempt by the transport, and the forwarding headers (the forwarder
+// dropped the node's own and the hop-by-hop ones).
+func (b *Bridge) rewrite(in, out *http.Request) {
+	out.URL.Scheme = "https"
+	out.URL.Host = in.Host
+	out.Host = in.Host
+	out.Header.Del("Host") // an HTTP/2 node's Host header beside :authority
+	if nc := connFrom(in.Context()); b.cfg.Forwarded && nc != nil {
+		oci.SetForwarded(out.Header, nc.ip)
 	}
 }
 

@@ -25,7 +25,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 
 // recorder is the node's ResponseWriter with the status and the body
 // bytes written, and the first write error (the node gone). It unwraps
-// for http.ResponseController (ReverseProxy flushes through it, via
+// for http.ResponseController (the forwarder flushes through it, via
 // FlushError). On HTTP/2 it gathers the body into whole frames
 // (h2Frames); end sends what is left.
 type recorder struct {
@@ -74,12 +74,17 @@ func (r *recorder) sent(n int64, err error) {
 }
 
 // FlushError sends what is gathered, then flushes the node's
-// connection (http.ResponseController calls it).
+// connection (http.ResponseController calls it). A flush that fails is
+// the node gone, as a failed write is.
 func (r *recorder) FlushError() error {
 	if err := r.flushFrames(); err != nil {
 		return err
 	}
-	return http.NewResponseController(r.ResponseWriter).Flush()
+	err := http.NewResponseController(r.ResponseWriter).Flush()
+	if !errors.Is(err, http.ErrNotSupported) {
+		r.sent(0, err)
+	}
+	return err
 }
 
 func (r *recorder) flushFrames() error {
