@@ -61,8 +61,7 @@ func ParsePath(path string) API {
 	if !ok || strings.ContainsAny(rest, "%\\") {
 		return API{Kind: KindOther}
 	}
-	segs := strings.Split(rest, "/")
-	if api, ok := parseEndpoint(segs); ok && ValidName(api.Repository) {
+	if api, ok := parseEndpoint(rest); ok && ValidName(api.Repository) {
 		return api
 	}
 	return API{Kind: KindOther}
@@ -111,30 +110,44 @@ func queryValue(q url.Values, key string) (string, bool) {
 	return vals[0], true
 }
 
-// parseEndpoint reads the endpoint from the last segments of segs and
-// checks its reference or digest; the name is checked by the caller.
-func parseEndpoint(segs []string) (API, bool) {
-	n := len(segs)
-	if n < 3 {
+// parseEndpoint reads the endpoint from the last segments of rest (the
+// path after /v2/) and checks its reference or digest; the name, what is
+// before them, is checked by the caller. Substrings of rest: no copy.
+func parseEndpoint(rest string) (API, bool) {
+	head, last, ok := cutLast(rest)
+	if !ok {
 		return API{}, false
 	}
-	last, prev := segs[n-1], segs[n-2]
-	name := func(k int) string { return strings.Join(segs[:n-k], "/") }
+	name, prev, ok := cutLast(head)
+	if !ok {
+		return API{}, false
+	}
 	switch {
 	case prev == "tags" && last == "list":
-		return API{Kind: KindTags, Repository: name(2)}, true
+		return API{Kind: KindTags, Repository: name}, true
 	case prev == "manifests":
-		return manifest(name(2), last)
+		return manifest(name, last)
 	case prev == "referrers":
-		return API{Kind: KindReferrers, Repository: name(2), Digest: last}, ValidDigest(last)
-	case n >= 4 && segs[n-3] == "blobs" && prev == "uploads":
-		return API{Kind: KindUpload, Repository: name(3), Reference: last}, last == "" || validSession(last)
+		return API{Kind: KindReferrers, Repository: name, Digest: last}, ValidDigest(last)
+	case prev == "uploads":
+		if repo, blobs, ok := cutLast(name); ok && blobs == "blobs" {
+			return API{Kind: KindUpload, Repository: repo, Reference: last}, last == "" || validSession(last)
+		}
 	case prev == "blobs" && last == "uploads":
-		return API{Kind: KindUpload, Repository: name(2)}, true
+		return API{Kind: KindUpload, Repository: name}, true
 	case prev == "blobs":
-		return API{Kind: KindBlob, Repository: name(2), Digest: last}, ValidDigest(last)
+		return API{Kind: KindBlob, Repository: name, Digest: last}, ValidDigest(last)
 	}
 	return API{}, false
+}
+
+// cutLast cuts s at its last slash; false when it has none.
+func cutLast(s string) (before, last string, ok bool) {
+	i := strings.LastIndexByte(s, '/')
+	if i < 0 {
+		return "", s, false
+	}
+	return s[:i], s[i+1:], true
 }
 
 // manifest is the manifest endpoint for reference ref: a tag or a digest.
