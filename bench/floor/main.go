@@ -185,6 +185,7 @@ func (p *proxy) conn(c net.Conn) {
 		forwarded(req.Header, ip)
 		last := req.Close // the node's Connection: close ends this connection, not the upstream one
 		req.Close = false
+		req.Header.Del("Connection")
 		resp, done, err := p.roundTrip(req)
 		if err != nil {
 			log.Print(err)
@@ -203,6 +204,7 @@ func (p *proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
 	out := r.Clone(r.Context())
 	out.RequestURI, out.Close = "", false
+	out.Header.Del("Connection")
 	forwarded(out.Header, ip)
 	resp, done, err := p.roundTrip(out)
 	if err != nil {
