@@ -206,7 +206,6 @@ func (w *h1Writer) commit(first []byte) {
 	_, _ = bw.WriteString("\r\n")
 	if pend := w.pend; len(pend) > 0 {
 		w.pend = pend[:0]
-		w.written -= int64(len(pend)) // body counts it again
 		_, _ = w.body(pend)
 	}
 }
@@ -321,16 +320,14 @@ func (w *h1Writer) finish() {
 	w.fail(w.bw.Flush())
 }
 
-// writeTrailers writes the declared trailers and the prefixed ones, as
-// the handler left them in the header map.
+// writeTrailers writes the declared trailers and the prefixed ones (also
+// those set after the header went out, as net/http), as the handler left
+// them in the header map.
 func (w *h1Writer) writeTrailers() {
 	for _, k := range w.trailers {
 		for _, v := range w.header[k] {
 			w.headerLine(w.bw, k, trailerValue(v))
 		}
-	}
-	if !w.prefixed {
-		return
 	}
 	for k, vv := range w.header {
 		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && name != "" {
