@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -337,5 +338,160 @@ func TestH1ConnectionPersistence(t *testing.T) {
 				t.Errorf("second pipelined: %q", body)
 			}
 		})
+	}
+}
+
+// bodyHandler reads the request body when the path says so, and answers
+// with what it read.
+func bodyHandler(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/read" {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write(b)
+		return
+	}
+	_, _ = io.WriteString(w, "unread")
+}
+
+// TestH1ExpectContinue: a node that sends Expect: 100-continue gets
+// "100 Continue" when the handler first reads the body, then the answer;
+// one whose body the handler does not read gets no 100 and a response
+// that closes the connection (the body was never sent).
+func TestH1ExpectContinue(t *testing.T) {
+	s := startH1(t, time.Minute, http.HandlerFunc(bodyHandler))
+	c, br := s.dial(t)
+	if _, err := io.WriteString(c, "PUT /read HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	cont, err := http.ReadResponse(br, nil)
+	if err != nil || cont.StatusCode != http.StatusContinue {
+		t.Fatalf("interim %v, %v, want 100 Continue", cont, err)
+	}
+	if resp, body := roundTrip(t, c, br, "data", "PUT"); resp.StatusCode != 200 || body != "data" || resp.Close {
+		t.Fatalf("answer %d %q close=%v, want 200 data on a kept connection", resp.StatusCode, body, resp.Close)
+	}
+	resp, body := roundTrip(t, c, br, "PUT /skip HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n", "PUT")
+	if resp.StatusCode != 200 || body != "unread" || !resp.Close {
+		t.Errorf("unread: %d %q close=%v, want 200 unread, Connection: close", resp.StatusCode, body, resp.Close)
+	}
+	assertClosed(t, br)
+}
+
+// TestH1UnreadBodyDiscardedUpToLimit: a body the handler left unread is
+// dropped to keep the connection when it is short; a longer one
+// (h1DiscardBytes) closes the connection after the answer, and the node
+// still reads that answer.
+func TestH1UnreadBodyDiscardedUpToLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		size  int
+		close bool
+	}{
+		{name: "short", size: 10 << 10},
+		{name: "just under the limit", size: h1DiscardBytes - 1},
+		{name: "at the limit", size: h1DiscardBytes, close: true}, // net/http: as much unread as the limit closes
+		{name: "too long", size: 4 * h1DiscardBytes, close: true},
+	}
+	s := startH1(t, time.Minute, http.HandlerFunc(bodyHandler))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, br := s.dial(t)
+			req := "POST /skip HTTP/1.1\r\nHost: a\r\nContent-Length: " + strconv.Itoa(tc.size) + "\r\n\r\n"
+			sent := make(chan error, 1)
+			go func() { // the node sends its whole request, as many do, before reading
+				_, err := io.WriteString(c, req+strings.Repeat("b", tc.size))
+				sent <- err
+			}()
+			resp, body := roundTrip(t, c, br, "", "POST")
+			if resp.StatusCode != 200 || body != "unread" || resp.Close != tc.close {
+				t.Fatalf("%d %q close=%v, want 200 unread close=%v", resp.StatusCode, body, resp.Close, tc.close)
+			}
+			if tc.close {
+				assertClosed(t, br)
+				return
+			}
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			if _, body := roundTrip(t, c, br, getOK, "GET"); body != "unread" {
+				t.Errorf("next request on the connection: %q", body)
+			}
+		})
+	}
+}
+
+// TestH1HandlerPanicClosesConnection: a handler that panics before its
+// answer leaves the node without one and its connection closed; an
+// ErrAbortHandler after part of a body cuts the body short; a panic other
+// than ErrAbortHandler is logged once with its stack; other nodes are
+// served.
+func TestH1HandlerPanicClosesConnection(t *testing.T) {
+	s := startH1(t, time.Minute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/panic":
+			panic("handler bug")
+		case "/abort":
+			w.Header().Set("Content-Length", "100")
+			_, _ = io.WriteString(w, "part")
+			panic(http.ErrAbortHandler)
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	c, br := s.dial(t)
+	if _, err := io.WriteString(c, "GET /panic HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	assertClosed(t, br)
+	c, br = s.dial(t)
+	if _, err := io.WriteString(c, "GET /abort HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(resp.Body); string(b) != "part" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("aborted body %q, %v, want part and a cut", b, err)
+	}
+	c, br = s.dial(t)
+	if resp, body := roundTrip(t, c, br, getOK, "GET"); resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("another node: %d %q", resp.StatusCode, body)
+	}
+	if lines := s.logs.Lines("panic serving an http request"); len(lines) != 1 || !strings.Contains(lines[0], "handler bug") || !strings.Contains(lines[0], "goroutine") {
+		t.Errorf("panic log lines %q, want one with the value and the stack", lines)
+	}
+}
+
+// TestH1FlushSendsAtOnce: Flush sends the header and what is written
+// while the handler still runs (a streamed response, chunked), as
+// ReverseProxy needs for a body of unknown length.
+func TestH1FlushSendsAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	s := startH1(t, time.Minute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "first,")
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			panic(err)
+		}
+		<-release
+		_, _ = io.WriteString(w, "second")
+	}))
+	c, br := s.dial(t)
+	if _, err := io.WriteString(c, getOK); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, len("first,"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "first," {
+		t.Fatalf("streamed %q, %v", first, err)
+	}
+	close(release)
+	if rest, err := io.ReadAll(resp.Body); err != nil || string(rest) != "second" || resp.ContentLength != -1 {
+		t.Errorf("rest %q, %v, length %d, want second, chunked", rest, err, resp.ContentLength)
 	}
 }
