@@ -495,3 +495,32 @@ func TestH1FlushSendsAtOnce(t *testing.T) {
 		t.Errorf("rest %q, %v, length %d, want second, chunked", rest, err, resp.ContentLength)
 	}
 }
+
+// TestH1ReadHeaderTimeoutOnlyWithinARequest: the read header timeout runs
+// from a request's first byte: a node that stops halfway through its
+// headers is closed (client_error, no request ever completed), while a
+// kept-alive connection that waits between requests longer than the
+// timeout is not (the idle timer governs that wait). The second node's
+// close is what shows the timeout has passed for the first.
+func TestH1ReadHeaderTimeoutOnlyWithinARequest(t *testing.T) {
+	p := newTestPKI(t)
+	up, _ := echoUpstream(t, p)
+	w := newWorld(t, p, worldOpts{addrs: []string{up.addr}, noFirstRequest: true, cfg: Config{ReadHeaderTimeout: 100 * time.Millisecond}})
+	kept := dialNode(t, w, "http/1.1")
+	kbr := bufio.NewReader(kept)
+	get := "GET /v2/ HTTP/1.1\r\nHost: " + registryName + "\r\n\r\n"
+	if resp, _ := roundTrip(t, kept, kbr, get, "GET"); resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("first answer %d close=%v", resp.StatusCode, resp.Close)
+	}
+	slow := dialNode(t, w, "http/1.1")
+	if _, err := io.WriteString(slow, "GET /v2/ HTTP/1.1\r\nHost: "); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(slow); len(b) != 0 || err != nil {
+		t.Fatalf("the slow node read %q, %v, want the connection closed without an answer", b, err)
+	}
+	w.logs.Wait(t, "msg=connection", "result=client_error")
+	if resp, _ := roundTrip(t, kept, kbr, get, "GET"); resp.StatusCode != 200 {
+		t.Errorf("the kept-alive node, after the timeout: %d", resp.StatusCode)
+	}
+}
