@@ -85,7 +85,9 @@ func (b *Bridge) ServeBridge(ctx context.Context, c *sni.BridgeConn) error {
 		nc.retire() // a bridge already replaced: one exchange, then close
 	}
 	defer b.untrack(nc)
-	ctx = context.WithValue(ctx, connKey{}, nc)
+	ctx, cancel := context.WithCancel(context.WithValue(ctx, connKey{}, nc))
+	defer cancel()
+	nc.closeFunc = cancel // the requests' contexts end with the connection, before watch can close it
 	watched := make(chan struct{})
 	go func() { defer close(watched); nc.watch(ctx) }()
 	if c.ConnectionState().NegotiatedProtocol == "h2" {

@@ -8,10 +8,11 @@ import (
 	"sync/atomic"
 )
 
-// h1DiscardBytes is the most of a request body the handler left unread
-// that is read and dropped to keep the connection (net/http's
-// maxPostHandlerReadBytes); a longer rest closes it.
-const h1DiscardBytes = 256 << 10
+// MaxUnreadRequestBody is the most of an HTTP/1.x request body the
+// handler left unread that is read and dropped to keep the connection
+// (net/http's maxPostHandlerReadBytes); a longer rest, or one known to
+// be as long, closes the connection after the answer.
+const MaxUnreadRequestBody = 256 << 10
 
 // h1Body is an HTTP/1.x request's body as the handler reads it: the
 // body of http.ReadRequest, read under a lock that the connection takes
@@ -55,15 +56,15 @@ func (b *h1Body) Close() error {
 	return nil
 }
 
-// discard reads and drops the rest up to h1DiscardBytes; tooBig when
+// discard reads and drops the rest up to MaxUnreadRequestBody; tooBig when
 // more is left (or known to be), err when the read failed.
 func (b *h1Body) discard() (tooBig bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done || b.length >= 0 && b.length-b.n >= h1DiscardBytes {
+	if b.done || b.length >= 0 && b.length-b.n >= MaxUnreadRequestBody {
 		return true, nil
 	}
-	n, err := io.CopyN(io.Discard, b.r, h1DiscardBytes+1)
+	n, err := io.CopyN(io.Discard, b.r, MaxUnreadRequestBody+1)
 	b.n += n
 	switch {
 	case err == io.EOF:

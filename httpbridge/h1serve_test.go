@@ -382,7 +382,7 @@ func TestH1ExpectContinue(t *testing.T) {
 
 // TestH1UnreadBodyDiscardedUpToLimit: a body the handler left unread is
 // dropped to keep the connection when it is short; a longer one
-// (h1DiscardBytes) closes the connection after the answer, and the node
+// (MaxUnreadRequestBody) closes the connection after the answer, and the node
 // still reads that answer.
 func TestH1UnreadBodyDiscardedUpToLimit(t *testing.T) {
 	tests := []struct {
@@ -391,9 +391,9 @@ func TestH1UnreadBodyDiscardedUpToLimit(t *testing.T) {
 		close bool
 	}{
 		{name: "short", size: 10 << 10},
-		{name: "just under the limit", size: h1DiscardBytes - 1},
-		{name: "at the limit", size: h1DiscardBytes, close: true}, // net/http: as much unread as the limit closes
-		{name: "too long", size: 4 * h1DiscardBytes, close: true},
+		{name: "just under the limit", size: MaxUnreadRequestBody - 1},
+		{name: "at the limit", size: MaxUnreadRequestBody, close: true}, // net/http: as much unread as the limit closes
+		{name: "too long", size: 4 * MaxUnreadRequestBody, close: true},
 	}
 	s := startH1(t, time.Minute, http.HandlerFunc(bodyHandler))
 	for _, tc := range tests {
