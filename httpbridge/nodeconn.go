@@ -29,7 +29,7 @@ type nodeConn struct {
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
-	closeFunc func() // ends the requests' contexts (set before the connection is served); nil for none
+	closeFunc func()                                  // ends the requests' contexts (set before the connection is served); nil for none
 	readErr   atomic.Pointer[error]                   // the last read error
 	guard     *resetGuard                             // HTTP/2: counts the node's stream resets; nil for HTTP/1.1
 	flooded   atomic.Pointer[string]                  // the guard's counts once it ended the connection
