@@ -84,7 +84,9 @@ func (b *Bridge) ServeBridge(ctx context.Context, c *sni.BridgeConn) error {
 		nc.retire() // a bridge already replaced: one exchange, then close
 	}
 	defer b.untrack(nc)
-	ctx = context.WithValue(ctx, connKey{}, nc)
+	ctx, cancel := context.WithCancel(context.WithValue(ctx, connKey{}, nc))
+	defer cancel()
+	nc.closeFunc = cancel // the requests' contexts end with the connection, before watch can close it
 	watched := make(chan struct{})
 	go func() { defer close(watched); nc.watch(ctx) }()
 	if c.ConnectionState().NegotiatedProtocol == "h2" {
@@ -96,22 +98,6 @@ func (b *Bridge) ServeBridge(ctx context.Context, c *sni.BridgeConn) error {
 	nc.finish()
 	<-watched
 	return nc.result()
-}
-
-// serveH1 serves HTTP/1.1 with a one-connection http.Server.
-func (b *Bridge) serveH1(ctx context.Context, nc *nodeConn) {
-	finished := make(chan struct{})
-	hs := b.newServer(ctx, nc)
-	hs.Protocols = new(http.Protocols)
-	hs.Protocols.SetHTTP1(true)
-	hs.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed || s == http.StateHijacked {
-			close(finished)
-		}
-	}
-	nc.arm(func() { hs.SetKeepAlivesEnabled(false) }) // closes the connection if idle, else after the answer
-	_ = hs.Serve(&oneConnListener{c: nc})
-	<-finished
 }
 
 // serveH2 serves HTTP/2 with x/net/http2 on a per-connection server pair,
@@ -137,12 +123,13 @@ func (b *Bridge) resetFlood(nc *nodeConn, counts string) {
 		"route", b.cfg.Route, "client", clientString(nc), "node", nc.Node, "resets", counts)
 }
 
-// newServer is the http.Server of one node connection.
+// newServer is the http.Server of one HTTP/2 node connection (HTTP/1.x
+// is served by h1Conn).
 func (b *Bridge) newServer(ctx context.Context, nc *nodeConn) *http.Server {
 	return &http.Server{
 		Handler:           b,
 		ReadHeaderTimeout: b.cfg.ReadHeaderTimeout,
-		MaxHeaderBytes:    DefaultMaxHeaderBytes, // HTTP/2: the header list size too
+		MaxHeaderBytes:    DefaultMaxHeaderBytes, // the header list size
 		ErrorLog:          b.errLog,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

@@ -29,6 +29,7 @@ type nodeConn struct {
 
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
+	closeFunc func()                                  // ends the requests' contexts (set before the connection is served); nil for none
 	readErr   atomic.Pointer[error]                   // the last read error
 	guard     *resetGuard                             // HTTP/2: counts the node's stream resets; nil for HTTP/1.1
 	flooded   atomic.Pointer[string]                  // the guard's counts once it ended the connection
@@ -72,9 +73,9 @@ func addrPort(a net.Addr) int {
 }
 
 // Read records the last error reading from the node, and that the node
-// spoke at all. (net/http's HTTP/1.1 server ends its background read
-// after each request with a past deadline: a deadline error is only the
-// node's fault on a connection that never got a request served.)
+// spoke at all. (A drain ends the HTTP/1.x wait for a request with a
+// past deadline: a deadline error is only the node's fault on a
+// connection that never got a request served.)
 //
 // On HTTP/2 the bytes pass through the connection's resetGuard: once the
 // node has reset most of its streams, the server gets no further frame,
@@ -119,6 +120,9 @@ func (c *nodeConn) Close() error {
 	c.closeOnce.Do(func() {
 		err = c.BridgeConn.Close()
 		close(c.closed)
+		if c.closeFunc != nil {
+			c.closeFunc()
+		}
 	})
 	return err
 }
@@ -363,24 +367,6 @@ func (c *nodeConn) result() error {
 		return fmt.Errorf("reading from the node: %w: %w", err, sni.ErrBridgeClient)
 	}
 }
-
-// oneConnListener hands http.Server.Serve one connection, then blocks in
-// Accept until that connection is closed.
-type oneConnListener struct {
-	c    *nodeConn
-	once atomic.Bool
-}
-
-func (l *oneConnListener) Accept() (net.Conn, error) {
-	if l.once.CompareAndSwap(false, true) {
-		return l.c, nil
-	}
-	<-l.c.closed
-	return nil, net.ErrClosed
-}
-
-func (l *oneConnListener) Close() error   { return nil }
-func (l *oneConnListener) Addr() net.Addr { return l.c.LocalAddr() }
 
 // connKey carries the *nodeConn of a request.
 type connKey struct{}
