@@ -1,0 +1,109 @@
+package httpbridge
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"time"
+)
+
+// MaxUpstreamHeaderBytes bounds what an HTTP/1.1 upstream may send as the
+// status lines and headers of one answer (its 1xx answers included)
+// before the gateway gives up on it: the memory a hostile or broken
+// registry can make one request hold before a byte of body. net/http's
+// Transport allows 10 MiB; registries send a few KiB.
+const MaxUpstreamHeaderBytes = 1 << 20
+
+// max1xxAnswers bounds the informational answers (100, 103) skipped
+// before the final one, as net/http's Transport does.
+const max1xxAnswers = 5
+
+// h1BufferSize is the size of each pooled connection's read and write
+// buffers, net/http's Transport's default.
+const h1BufferSize = 4 << 10
+
+var (
+	h1Readers sync.Pool // *bufio.Reader of closed connections
+	h1Writers sync.Pool // *bufio.Writer of closed connections
+)
+
+// h1Conn is one pooled HTTP/1.1 connection to an upstream. It is used
+// by one request at a time, in that request's goroutine: no goroutine
+// of its own. It is the reader under br, counting and bounding what the
+// upstream sends.
+type h1Conn struct {
+	conn  net.Conn // the *tls.Conn of dialTLS
+	tls   *tls.ConnectionState
+	addr  string // h.Addr(), the pool's key
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	pool  *h1Pool
+	reads int64 // bytes read from conn since the request began
+	limit int64 // bytes conn may still give: MaxUpstreamHeaderBytes while headers are read
+	// reused: a request was answered on it before; a failure of the
+	// next one before any byte of its answer may be the registry having
+	// closed it while idle.
+	reused bool
+	// idle-state fields, guarded by pool.mu.
+	idleSince time.Time
+	idleTimer *time.Timer
+}
+
+func newH1Conn(p *h1Pool, addr string, c net.Conn) *h1Conn {
+	pc := &h1Conn{conn: c, addr: addr, pool: p, limit: math.MaxInt64}
+	if tc, ok := c.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		pc.tls = &st
+	}
+	if br, ok := h1Readers.Get().(*bufio.Reader); ok {
+		br.Reset(pc)
+		pc.br = br
+	} else {
+		pc.br = bufio.NewReaderSize(pc, h1BufferSize)
+	}
+	if bw, ok := h1Writers.Get().(*bufio.Writer); ok {
+		bw.Reset(c)
+		pc.bw = bw
+	} else {
+		pc.bw = bufio.NewWriterSize(c, h1BufferSize)
+	}
+	return pc
+}
+
+// Read is br's source: it counts the bytes of the answer and refuses
+// more than limit.
+func (pc *h1Conn) Read(b []byte) (int, error) {
+	if pc.limit <= 0 {
+		return 0, fmt.Errorf("read upstream answer: headers exceed %d bytes", MaxUpstreamHeaderBytes)
+	}
+	if int64(len(b)) > pc.limit {
+		b = b[:pc.limit]
+	}
+	n, err := pc.conn.Read(b)
+	pc.reads += int64(n)
+	pc.limit -= int64(n)
+	return n, err
+}
+
+// begin readies pc for a request: nothing read yet, headers bounded.
+func (pc *h1Conn) begin() {
+	pc.reads = 0
+	pc.limit = MaxUpstreamHeaderBytes
+}
+
+// headersDone lifts the header bound for the body.
+func (pc *h1Conn) headersDone() { pc.limit = math.MaxInt64 }
+
+// close closes the connection and gives its buffers back. It is called
+// once, by the request using it or by the pool for an idle one.
+func (pc *h1Conn) close() {
+	_ = pc.conn.Close()
+	pc.br.Reset(nil)
+	pc.bw.Reset(nil)
+	h1Readers.Put(pc.br)
+	h1Writers.Put(pc.bw)
+	pc.br, pc.bw = nil, nil
+}

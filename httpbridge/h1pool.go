@@ -1,0 +1,129 @@
+package httpbridge
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+)
+
+// h1Pool is the idle HTTP/1.1 connections of one pooled identity, per
+// upstream address: at most maxIdle each, the most recently used taken
+// first (LIFO: the warm ones stay warm, the others idle out), each
+// closed after idleTimeout unused. A registry that closes an idle
+// connection leaves it in CLOSE_WAIT here until that timer fires or a
+// request takes it (and, finding it dead, retries on a new dial): no
+// goroutine watches idle connections.
+type h1Pool struct {
+	dial        func(ctx context.Context, addr string) (net.Conn, error)
+	maxIdle     int
+	idleTimeout time.Duration
+
+	mu      sync.Mutex
+	idle    map[string][]*h1Conn // by address, oldest first
+	retired bool
+}
+
+func newH1Pool(dial func(ctx context.Context, addr string) (net.Conn, error)) *h1Pool {
+	return &h1Pool{dial: dial, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: DefaultUpstreamIdleTimeout,
+		idle: make(map[string][]*h1Conn)}
+}
+
+// get is the most recently idled connection to addr, or nil.
+func (p *h1Pool) get(addr string) *h1Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	conns := p.idle[addr]
+	if len(conns) == 0 {
+		return nil
+	}
+	pc := conns[len(conns)-1]
+	conns[len(conns)-1] = nil
+	p.idle[addr] = conns[:len(conns)-1]
+	pc.idleTimer.Stop() // a timer that fired already finds pc busy (expire)
+	pc.idleSince = time.Time{}
+	return pc
+}
+
+// put makes pc idle, or closes it when the pool is retired or addr has
+// maxIdle idle already.
+func (p *h1Pool) put(pc *h1Conn) {
+	p.mu.Lock()
+	conns := p.idle[pc.addr]
+	if p.retired || len(conns) >= p.maxIdle {
+		p.mu.Unlock()
+		pc.close()
+		return
+	}
+	pc.reused = true
+	pc.idleSince = time.Now()
+	if pc.idleTimer == nil {
+		pc.idleTimer = time.AfterFunc(p.idleTimeout, func() { p.expire(pc) })
+	} else {
+		pc.idleTimer.Reset(p.idleTimeout)
+	}
+	p.idle[pc.addr] = append(conns, pc)
+	p.mu.Unlock()
+}
+
+// expire closes pc when it is still idle and has been for idleTimeout:
+// a timer that fired as a request took pc, and was reset by its put
+// since, finds it busy or idle too shortly and leaves it.
+func (p *h1Pool) expire(pc *h1Conn) {
+	p.mu.Lock()
+	if pc.idleSince.IsZero() || time.Since(pc.idleSince) < p.idleTimeout || !p.remove(pc) {
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	pc.close()
+}
+
+// remove takes pc out of the idle list of its address; p.mu is held.
+func (p *h1Pool) remove(pc *h1Conn) bool {
+	conns := p.idle[pc.addr]
+	for i, c := range conns {
+		if c == pc {
+			copy(conns[i:], conns[i+1:])
+			conns[len(conns)-1] = nil
+			p.idle[pc.addr] = conns[:len(conns)-1]
+			pc.idleSince = time.Time{}
+			return true
+		}
+	}
+	return false
+}
+
+// closeIdle closes every idle connection; the busy ones stay.
+func (p *h1Pool) closeIdle() {
+	p.mu.Lock()
+	var all []*h1Conn
+	for addr, conns := range p.idle {
+		for _, pc := range conns {
+			pc.idleTimer.Stop()
+			pc.idleSince = time.Time{}
+		}
+		all = append(all, conns...)
+		delete(p.idle, addr)
+	}
+	p.mu.Unlock()
+	for _, pc := range all {
+		pc.close()
+	}
+}
+
+// retire closes the idle connections and every busy one at the end of
+// its request (put).
+func (p *h1Pool) retire() {
+	p.mu.Lock()
+	p.retired = true
+	p.mu.Unlock()
+	p.closeIdle()
+}
+
+// idleCount is how many connections to addr are idle (tests).
+func (p *h1Pool) idleCount(addr string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle[addr])
+}
