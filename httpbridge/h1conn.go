@@ -41,8 +41,9 @@ type h1Conn struct {
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	pool  *h1Pool
-	reads int64 // bytes read from conn since the request began
-	limit int64 // bytes conn may still give: MaxUpstreamHeaderBytes while headers are read
+	probe *h1Probe // nil: the connection cannot be looked into
+	reads int64    // bytes read from conn since the request began
+	limit int64    // bytes conn may still give: MaxUpstreamHeaderBytes while headers are read
 	// reused: a request was answered on it before; a failure of the
 	// next one before any byte of its answer may be the registry having
 	// closed it while idle.
@@ -53,7 +54,7 @@ type h1Conn struct {
 }
 
 func newH1Conn(p *h1Pool, addr string, c net.Conn) *h1Conn {
-	pc := &h1Conn{conn: c, addr: addr, pool: p, limit: math.MaxInt64}
+	pc := &h1Conn{conn: c, addr: addr, pool: p, limit: math.MaxInt64, probe: newH1Probe(c)}
 	if tc, ok := c.(*tls.Conn); ok {
 		st := tc.ConnectionState()
 		pc.tls = &st

@@ -23,7 +23,7 @@ var errResponseHeaderTimeout = errors.New("timeouts.response_header exceeded")
 // connection's failure is the attempt's.
 func (p *h1Pool) roundTrip(req *http.Request, timeout time.Duration) (*http.Response, error) {
 	addr := req.URL.Host
-	if pc := p.get(addr); pc != nil {
+	if pc := p.getLive(addr); pc != nil {
 		resp, err := p.exchange(pc, req, timeout)
 		if err == nil || !pc.retryable(req, err) {
 			return resp, err
@@ -34,6 +34,18 @@ func (p *h1Pool) roundTrip(req *http.Request, timeout time.Duration) (*http.Resp
 		return nil, err
 	}
 	return p.exchange(newH1Conn(p, addr, c), req, timeout)
+}
+
+// getLive is the most recently idled connection to addr that has
+// nothing to read (h1Probe), closing those that have; nil when none.
+func (p *h1Pool) getLive(addr string) *h1Conn {
+	for {
+		pc := p.get(addr)
+		if pc == nil || pc.probe.idle() {
+			return pc
+		}
+		pc.close()
+	}
 }
 
 // retryable: pc was reused, nothing of an answer came, and neither the
