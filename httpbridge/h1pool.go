@@ -18,6 +18,9 @@ type h1Pool struct {
 	dial        func(ctx context.Context, addr string) (net.Conn, error)
 	maxIdle     int
 	idleTimeout time.Duration
+	// expiredFunc, tests only, is called when an idle connection has
+	// been closed for its idleTimeout.
+	expiredFunc func()
 
 	mu      sync.Mutex
 	idle    map[string][]*h1Conn // by address, oldest first
@@ -77,6 +80,9 @@ func (p *h1Pool) expire(pc *h1Conn) {
 	}
 	p.mu.Unlock()
 	pc.close()
+	if p.expiredFunc != nil {
+		p.expiredFunc()
+	}
 }
 
 // remove takes pc out of the idle list of its address; p.mu is held.

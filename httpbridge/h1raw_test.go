@@ -20,6 +20,8 @@ type rawRegistry struct {
 	ln     net.Listener
 	answer func(c net.Conn, r *http.Request) bool
 
+	heads chan string // each request's head as the registry read it (the first 64 waiting)
+
 	mu     sync.Mutex
 	conns  []net.Conn
 	closed []chan struct{}
@@ -35,7 +37,7 @@ func startRawRegistry(tb testing.TB, p *testPKI, answer func(c net.Conn, r *http
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &rawRegistry{addr: ln.Addr().String(), ln: ln, answer: answer}
+	r := &rawRegistry{addr: ln.Addr().String(), ln: ln, answer: answer, heads: make(chan string, 64)}
 	r.wg.Add(1)
 	go r.accept()
 	tb.Cleanup(r.stop)
@@ -64,11 +66,16 @@ func (r *rawRegistry) serve(c net.Conn, done chan struct{}) {
 	defer r.wg.Done()
 	defer close(done)
 	defer c.Close()
-	br := bufio.NewReader(c)
+	capture := &captureReader{r: c}
+	br := bufio.NewReader(capture)
 	for {
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			return
+		}
+		select {
+		case r.heads <- capture.take():
+		default:
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
 		if !r.answer(c, req) {
@@ -111,4 +118,24 @@ func (r *rawRegistry) stop() {
 func write(c net.Conn, s string) bool {
 	_, err := io.WriteString(c, s)
 	return err == nil
+}
+
+// captureReader keeps what is read through it until take.
+type captureReader struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (c *captureReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.buf = append(c.buf, p[:n]...)
+	return n, err
+}
+
+// take is what was read since the last take (a request without a body,
+// not pipelined: its head).
+func (c *captureReader) take() string {
+	s := string(c.buf)
+	c.buf = c.buf[:0]
+	return s
 }
