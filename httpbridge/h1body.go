@@ -77,7 +77,7 @@ func (b *h1Body) Close() error {
 
 // finish ends the request's use of the connection: back to the pool when
 // it is reusable (read to its end, keep, the context's AfterFunc did not
-// run, nothing unasked for buffered), else closed. b.mu is held, or b is
+// run, nothing unasked for after it), else closed. b.mu is held, or b is
 // not shared yet.
 func (b *h1Body) finish(eof bool) {
 	pc := b.pc
@@ -91,7 +91,7 @@ func (b *h1Body) finish(eof bool) {
 			b.err = io.EOF
 		}
 	}
-	if b.stop() && eof && b.keep && pc.br.Buffered() == 0 {
+	if b.stop() && eof && b.keep && pc.drained() {
 		pc.pool.put(pc)
 		return
 	}

@@ -98,6 +98,26 @@ func (pc *h1Conn) begin() {
 // headersDone lifts the header bound for the body.
 func (pc *h1Conn) headersDone() { pc.limit = math.MaxInt64 }
 
+// longAgo is a read deadline that has passed: a read returns at once
+// with what is buffered, or a timeout.
+var longAgo = time.Unix(1, 0)
+
+// drained: nothing came after the answer that pc was read for, neither
+// in br nor decrypted or waiting to be in the TLS connection's own
+// buffer (a read with a deadline passed gets those without touching the
+// socket). A registry that wrote a second answer nobody asked for,
+// before or with the end of the first, leaves it there; the socket
+// itself is looked into when the connection is taken again (h1Probe).
+func (pc *h1Conn) drained() bool {
+	if pc.br.Buffered() > 0 {
+		return false
+	}
+	_ = pc.conn.SetReadDeadline(longAgo)
+	_, err := pc.br.Peek(1)
+	_ = pc.conn.SetReadDeadline(time.Time{})
+	return isTimeout(err)
+}
+
 // close closes the connection and gives its buffers back. It is called
 // once, by the request using it or by the pool for an idle one.
 func (pc *h1Conn) close() {

@@ -24,6 +24,7 @@ func TestHostileHTTP1Answers(t *testing.T) {
 		status int    // what the node gets, 0: any 5xx
 		body   string // the body the node reads, with status
 		cut    bool   // the node's answer may also end in an error before its headers (its gateway connection aborted)
+		later  string // written after answer, in a write (a TLS record) of its own
 	}{
 		{name: "garbage", answer: "garbage\r\n\r\n"},
 		{name: "huge header", answer: huge},
@@ -32,13 +33,19 @@ func TestHostileHTTP1Answers(t *testing.T) {
 		{name: "endless 1xx", answer: strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 64) + okAnswer},
 		{name: "101", answer: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: evil\r\nConnection: Upgrade\r\n\r\n"},
 		{name: "a second answer unasked", answer: okAnswer + "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil", status: 200, body: "ok"},
+		{name: "a second answer unasked, later", answer: okAnswer, later: "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil", status: 200, body: "ok"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTestPKI(t)
+			sent := make(chan struct{}, 1)
 			reg := startRawRegistry(t, p, func(c net.Conn, r *http.Request) bool {
 				if r.URL.Path == "/v2/team/app/manifests/attack" {
 					_ = write(c, tc.answer)
+					if tc.later != "" {
+						_ = write(c, tc.later)
+					}
+					sent <- struct{}{}
 					return tc.status == 200 && tc.body == "ok" // the unasked answer stays on a live connection
 				}
 				return write(c, okAnswer)
@@ -49,6 +56,7 @@ func TestHostileHTTP1Answers(t *testing.T) {
 			for i := range rounds {
 				node.CloseIdleConnections() // a node retries a GET cut on a reused connection
 				status, body := getCut(t, node, "/v2/team/app/manifests/attack")
+				<-sent // all of the attack is on its way to the gateway
 				aborted := tc.cut && status == 0
 				if !aborted && (tc.status == 0 && status < 500 || tc.status != 0 && (status != tc.status || body != tc.body)) {
 					t.Fatalf("round %d: the attack got %d %q to the node, want %d %q", i, status, body, tc.status, tc.body)
