@@ -3,9 +3,12 @@ package httpbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -227,4 +230,39 @@ func (b badFirst) Candidates() []*upstream.Host {
 		}
 	}
 	return c
+}
+
+// TestHTTP1InformationalAnswersReachNode: a 103 Early Hints the registry
+// sends before its answer reaches the node (ReverseProxy's
+// Got1xxResponse, which the Transport fed), and the final answer follows
+// on the same upstream connection.
+func TestHTTP1InformationalAnswersReachNode(t *testing.T) {
+	p := newTestPKI(t)
+	reg := startRawRegistry(t, p, func(c net.Conn, _ *http.Request) bool {
+		return write(c, "HTTP/1.1 103 Early Hints\r\nLink: </v2/team/app/blobs/x>; rel=preload\r\n\r\n"+okAnswer)
+	})
+	w := newWorld(t, p, worldOpts{addrs: []string{reg.addr}, cfg: Config{UpstreamProtocol: UpstreamHTTP1}})
+	for _, proto := range []string{"http/1.1", "h2"} {
+		var hints []string
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			hints = append(hints, fmt.Sprint(code, " ", h.Get("Link")))
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", "https://"+registryName+"/v2/", nil)
+		resp, err := w.node(t, proto).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "ok" {
+			t.Fatalf("%s: %d %q, want 200 ok", proto, resp.StatusCode, body)
+		}
+		if want := "103 </v2/team/app/blobs/x>; rel=preload"; len(hints) != 1 || hints[0] != want {
+			t.Errorf("%s: the node got the informational answers %q, want [%q]", proto, hints, want)
+		}
+	}
+	if n := reg.accepted(); n != 1 {
+		t.Errorf("the registry accepted %d connections, want 1", n)
+	}
 }
