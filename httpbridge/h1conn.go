@@ -48,6 +48,7 @@ type h1Conn struct {
 	// next one before any byte of its answer may be the registry having
 	// closed it while idle.
 	reused bool
+	abort func() // closes conn, from any goroutine (a cancelled request); made once
 	// idle-state fields, guarded by pool.mu.
 	idleSince time.Time
 	idleTimer *time.Timer
@@ -55,6 +56,7 @@ type h1Conn struct {
 
 func newH1Conn(p *h1Pool, addr string, c net.Conn) *h1Conn {
 	pc := &h1Conn{conn: c, addr: addr, pool: p, limit: math.MaxInt64, probe: newH1Probe(c)}
+	pc.abort = func() { _ = c.Close() }
 	if tc, ok := c.(*tls.Conn); ok {
 		st := tc.ConnectionState()
 		pc.tls = &st

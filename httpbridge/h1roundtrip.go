@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"os"
 	"time"
 )
 
@@ -58,7 +59,7 @@ func (pc *h1Conn) retryable(req *http.Request, err error) bool {
 // answer's body owns pc (h1Body); on failure pc is closed.
 func (p *h1Pool) exchange(pc *h1Conn, req *http.Request, timeout time.Duration) (*http.Response, error) {
 	ctx := req.Context()
-	stop := context.AfterFunc(ctx, func() { _ = pc.conn.Close() })
+	stop := context.AfterFunc(ctx, pc.abort)
 	pc.begin()
 	resp, err := pc.send(req, timeout)
 	if err != nil {
@@ -133,8 +134,8 @@ func (pc *h1Conn) readHead(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// isTimeout: err is a read deadline's.
+// isTimeout: err is a read deadline's (errors.Is: no allocation, as
+// errors.As would cost on every answer).
 func isTimeout(err error) bool {
-	var ne interface{ Timeout() bool }
-	return errors.As(err, &ne) && ne.Timeout()
+	return err != nil && errors.Is(err, os.ErrDeadlineExceeded)
 }
