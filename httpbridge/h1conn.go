@@ -48,7 +48,7 @@ type h1Conn struct {
 	// next one before any byte of its answer may be the registry having
 	// closed it while idle.
 	reused bool
-	abort func() // closes conn, from any goroutine (a cancelled request); made once
+	abort  func() // closes conn, from any goroutine (a cancelled request); made once
 	// idle-state fields, guarded by pool.mu.
 	idleSince time.Time
 	idleTimer *time.Timer
