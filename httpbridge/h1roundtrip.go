@@ -15,7 +15,7 @@ import (
 // no complete status line and headers within ResponseHeaderTimeout.
 var errResponseHeaderTimeout = errors.New("timeouts.response_header exceeded")
 
-// h1RoundTrip sends req, a GET or HEAD without a body whose URL's host is
+// roundTrip sends req, a GET or HEAD without a body whose URL's host is
 // the upstream's address, over a pooled connection of p in the calling
 // goroutine: (*http.Request).Write, then http.ReadResponse, which frames
 // the body. A reused connection that fails before any byte of its answer
