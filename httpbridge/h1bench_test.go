@@ -8,7 +8,7 @@ import (
 // BenchmarkH1PoolPutGet is what the idle bookkeeping costs a request:
 // one put (the idle timer reset) and one get (stopped).
 func BenchmarkH1PoolPutGet(b *testing.B) {
-	p := newH1Pool(nil)
+	p := newH1Pool(nil, nil)
 	pc, _ := pipeConn(p, "a:443")
 	b.ReportAllocs()
 	for b.Loop() {

@@ -28,7 +28,8 @@ func FuzzHTTP1Answer(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, answer []byte) {
-		p := newH1Pool(func(context.Context, string) (net.Conn, error) {
+		slots := newDialSlots(1)
+		p := newH1Pool(func() *dialSlots { return slots }, func(context.Context, string) (net.Conn, error) {
 			gw, up := net.Pipe()
 			go answerOnce(up, answer)
 			return gw, nil

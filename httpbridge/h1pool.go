@@ -15,7 +15,8 @@ import (
 // request takes it (and, finding it dead, retries on a new dial): no
 // goroutine watches idle connections.
 type h1Pool struct {
-	dial        func(ctx context.Context, addr string) (net.Conn, error)
+	slots       func() *dialSlots                                        // the route's dial bound
+	dial        func(ctx context.Context, addr string) (net.Conn, error) // with a slot held
 	maxIdle     int
 	idleTimeout time.Duration
 	// expiredFunc, tests only, is called when an idle connection has
@@ -23,19 +24,26 @@ type h1Pool struct {
 	expiredFunc func()
 
 	mu      sync.Mutex
-	idle    map[string][]*h1Conn // by address, oldest first
+	idle    map[string][]*h1Conn      // by address, oldest first
+	waiting map[string][]chan *h1Conn // by address, requests waiting for a dial slot, first first
 	retired bool
 }
 
-func newH1Pool(dial func(ctx context.Context, addr string) (net.Conn, error)) *h1Pool {
-	return &h1Pool{dial: dial, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: DefaultUpstreamIdleTimeout,
-		idle: make(map[string][]*h1Conn)}
+func newH1Pool(slots func() *dialSlots, dial func(ctx context.Context, addr string) (net.Conn, error)) *h1Pool {
+	return &h1Pool{slots: slots, dial: dial, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: DefaultUpstreamIdleTimeout,
+		idle: make(map[string][]*h1Conn), waiting: make(map[string][]chan *h1Conn)}
 }
 
 // get is the most recently idled connection to addr, or nil.
 func (p *h1Pool) get(addr string) *h1Conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.popLocked(addr)
+}
+
+// popLocked takes the most recently idled connection to addr, or nil;
+// p.mu is held.
+func (p *h1Pool) popLocked(addr string) *h1Conn {
 	conns := p.idle[addr]
 	if len(conns) == 0 {
 		return nil
@@ -48,17 +56,24 @@ func (p *h1Pool) get(addr string) *h1Conn {
 	return pc
 }
 
-// put makes pc idle, or closes it when the pool is retired or addr has
+// put gives pc to the first request waiting for a dial slot to addr, or
+// makes it idle, or closes it when the pool is retired or addr has
 // maxIdle idle already.
 func (p *h1Pool) put(pc *h1Conn) {
 	p.mu.Lock()
+	pc.reused = true
+	if w := p.waiting[pc.addr]; len(w) > 0 && !p.retired {
+		p.waiting[pc.addr] = w[1:]
+		w[0] <- pc // cap 1, one send per waiter
+		p.mu.Unlock()
+		return
+	}
 	conns := p.idle[pc.addr]
 	if p.retired || len(conns) >= p.maxIdle {
 		p.mu.Unlock()
 		pc.close()
 		return
 	}
-	pc.reused = true
 	pc.idleSince = time.Now()
 	if pc.idleTimer == nil {
 		pc.idleTimer = time.AfterFunc(p.idleTimeout, func() { p.expire(pc) })

@@ -26,7 +26,7 @@ func closedPeer(peer net.Conn) bool {
 // upstream address, at most maxIdle each (a further one is closed), and
 // the most recently idled is taken first.
 func TestH1PoolPerAddressLIFOBounded(t *testing.T) {
-	p := newH1Pool(nil)
+	p := newH1Pool(nil, nil)
 	p.maxIdle = 2
 	a1, _ := pipeConn(p, "a:443")
 	a2, _ := pipeConn(p, "a:443")
@@ -52,7 +52,7 @@ func TestH1PoolPerAddressLIFOBounded(t *testing.T) {
 // connections at once; after retire, a busy connection given back at its
 // request's end is closed, not pooled.
 func TestH1PoolRetiredClosesAtBoundary(t *testing.T) {
-	p := newH1Pool(nil)
+	p := newH1Pool(nil, nil)
 	idle, idlePeer := pipeConn(p, "a:443")
 	busy, busyPeer := pipeConn(p, "a:443")
 	p.put(idle)
@@ -68,23 +68,32 @@ func TestH1PoolRetiredClosesAtBoundary(t *testing.T) {
 
 // TestHTTP1IdleConnectionExpires: a pooled connection unused for the
 // pool's idle timeout is closed by the gateway, whether the registry
-// still holds it open or closed it meanwhile (which left it in
-// CLOSE_WAIT on the gateway's side).
+// still holds it open or closed it while it idled (which left it in
+// CLOSE_WAIT on the gateway's side: no goroutine reads it).
 func TestHTTP1IdleConnectionExpires(t *testing.T) {
 	for _, registryCloses := range []bool{false, true} {
 		name := map[bool]string{false: "registry keeps it", true: "registry closed it"}[registryCloses]
 		t.Run(name, func(t *testing.T) {
 			p := newTestPKI(t)
-			reg := startRawRegistry(t, p, func(c net.Conn, _ *http.Request) bool {
-				return write(c, okAnswer) && !registryCloses
-			})
+			reg := startRawRegistry(t, p, func(c net.Conn, _ *http.Request) bool { return write(c, okAnswer) })
 			w := newWorld(t, p, worldOpts{addrs: []string{reg.addr}, cfg: Config{UpstreamProtocol: UpstreamHTTP1}})
 			u := w.bridge.client
 			pool := u.current().h1
 			expired := make(chan struct{}, 1)
 			pool.idleTimeout, pool.expiredFunc = time.Millisecond, func() { expired <- struct{}{} }
+			if registryCloses {
+				pool.idleTimeout = time.Hour // until the registry has closed it
+			}
 			req, _ := http.NewRequest("GET", "https://"+registryName+"/v2/", nil)
 			roundTripOK(t, u, req)
+			if registryCloses {
+				reg.closeConn(0)
+				reg.waitClosed(t, 0, "the registry closed it")
+				pool.mu.Lock()
+				pool.idleTimeout = time.Millisecond
+				pool.idle[reg.addr][0].idleTimer.Reset(time.Millisecond)
+				pool.mu.Unlock()
+			}
 			select {
 			case <-expired:
 			case <-time.After(waitLimit):

@@ -104,6 +104,13 @@ func (r *rawRegistry) waitClosed(tb testing.TB, i int, why string) {
 	}
 }
 
+// closeConn closes the i-th connection from the registry's side.
+func (r *rawRegistry) closeConn(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.conns[i].Close()
+}
+
 func (r *rawRegistry) stop() {
 	_ = r.ln.Close()
 	r.mu.Lock()

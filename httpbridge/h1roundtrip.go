@@ -24,17 +24,18 @@ var errResponseHeaderTimeout = errors.New("timeouts.response_header exceeded")
 // connection's failure is the attempt's.
 func (p *h1Pool) roundTrip(req *http.Request, timeout time.Duration) (*http.Response, error) {
 	addr := req.URL.Host
-	if pc := p.getLive(addr); pc != nil {
-		resp, err := p.exchange(pc, req, timeout)
-		if err == nil || !pc.retryable(req, err) {
-			return resp, err
-		}
-	}
-	c, err := p.dial(req.Context(), addr)
+	pc, err := p.connect(req.Context(), addr)
 	if err != nil {
 		return nil, err
 	}
-	return p.exchange(newH1Conn(p, addr, c), req, timeout)
+	resp, err := p.exchange(pc, req, timeout)
+	if err == nil || !pc.retryable(req, err) {
+		return resp, err
+	}
+	if pc, err = p.redial(req.Context(), addr); err != nil {
+		return nil, err
+	}
+	return p.exchange(pc, req, timeout)
 }
 
 // getLive is the most recently idled connection to addr that has

@@ -224,6 +224,11 @@ func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string, alpn
 		return nil, err
 	}
 	defer release()
+	return u.dialHeld(ctx, network, addr, alpn)
+}
+
+// dialHeld is dialTLS for a caller holding a dial slot.
+func (u *upstreamClient) dialHeld(ctx context.Context, network, addr string, alpn []string) (net.Conn, error) {
 	attempt, cancel := context.WithTimeoutCause(ctx, u.cfg.ConnectTimeout, errConnectTimeout)
 	defer cancel()
 	c, err := u.handshake(attempt, network, addr, alpn)

@@ -34,14 +34,17 @@ func (u *upstreamClient) newPooled(identity string) *pooled {
 	if u.cfg.UpstreamProtocol == UpstreamH2 {
 		return &pooled{identity: identity, transport: u.newH2Transport()}
 	}
-	return &pooled{identity: identity, transport: u.newH1Transport(), h1: newH1Pool(u.dialH1)}
+	return &pooled{identity: identity, transport: u.newH1Transport(), h1: newH1Pool(u.dialSlots, u.dialH1)}
 }
 
-// dialH1 is a new connection of the h1 pool: dialTLS offering http/1.1
-// only, under the request's context, which carries the attempt's host
-// for passive health.
+// dialSlots is the route's bound on dials in progress (tests replace it).
+func (u *upstreamClient) dialSlots() *dialSlots { return u.dials }
+
+// dialH1 is a new connection of the h1 pool, whose caller holds a dial
+// slot: dialHeld offering http/1.1 only, under the request's context,
+// which carries the attempt's host for passive health.
 func (u *upstreamClient) dialH1(ctx context.Context, addr string) (net.Conn, error) {
-	return u.dialTLS(ctx, "tcp", addr, alpnH1)
+	return u.dialHeld(ctx, "tcp", addr, alpnH1)
 }
 
 // roundTrip sends out over the pool: a request that can be sent again
