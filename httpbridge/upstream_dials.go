@@ -58,7 +58,7 @@ func (d *dialSlots) tryAcquire() bool {
 // acquireOr waits for a slot (nil, nil: taken, to be released) or for
 // a connection on handed, which another request gave back meanwhile
 // (the connection: no slot taken), under ctx.
-func (d *dialSlots) acquireOr(ctx context.Context, handed <-chan *h1Conn) (*h1Conn, error) {
+func (d *dialSlots) acquireOr(ctx context.Context, handed <-chan *upConn) (*upConn, error) {
 	if d.waitFunc != nil {
 		d.waitFunc()
 	}

@@ -19,7 +19,7 @@ type pooled struct {
 	// in the request's goroutine; transport carries those with a body:
 	// it writes the body while it reads the answer, which a registry
 	// refusing an upload early needs.
-	h1 *h1Pool
+	h1 *upPool
 	// retired: a rotation replaced the pool, or the bridge was closed;
 	// each request that ends closes the idle connections.
 	retired atomic.Bool
@@ -34,7 +34,7 @@ func (u *upstreamClient) newPooled(identity string) *pooled {
 	if u.cfg.UpstreamProtocol == UpstreamH2 {
 		return &pooled{identity: identity, transport: u.newH2Transport()}
 	}
-	return &pooled{identity: identity, transport: u.newH1Transport(), h1: newH1Pool(u.dialSlots, u.dialH1)}
+	return &pooled{identity: identity, transport: u.newH1Transport(), h1: newUpPool(u.dialSlots, u.dialH1)}
 }
 
 // dialSlots is the route's bound on dials in progress (tests replace it).

@@ -4,14 +4,14 @@ import (
 	"context"
 )
 
-// connect is a connection to addr for a request: an idle one (h1Probe
+// connect is a connection to addr for a request: an idle one (upProbe
 // found it fit), else a new dial; while every dial slot is taken (a
 // burst: MaxUpstreamDials), the request waits for a slot or for the
 // first connection to addr another request gives back, whichever comes
 // first, as net/http's Transport did: a burst costs the registry the
 // handshakes of the first dials, and the later requests ride on their
 // connections.
-func (p *h1Pool) connect(ctx context.Context, addr string) (*h1Conn, error) {
+func (p *upPool) connect(ctx context.Context, addr string) (*upConn, error) {
 	if pc := p.getLive(addr); pc != nil {
 		return pc, nil
 	}
@@ -27,7 +27,7 @@ func (p *h1Pool) connect(ctx context.Context, addr string) (*h1Conn, error) {
 
 // redial is a new connection to addr, waiting for a dial slot only: the
 // one retry of a request whose reused connection failed.
-func (p *h1Pool) redial(ctx context.Context, addr string) (*h1Conn, error) {
+func (p *upPool) redial(ctx context.Context, addr string) (*upConn, error) {
 	slots := p.slots()
 	if _, err := slots.acquire(ctx); err != nil {
 		return nil, err
@@ -36,18 +36,18 @@ func (p *h1Pool) redial(ctx context.Context, addr string) (*h1Conn, error) {
 }
 
 // dialHeld dials addr with a slot of slots held, and gives it back.
-func (p *h1Pool) dialHeld(ctx context.Context, addr string, slots *dialSlots) (*h1Conn, error) {
+func (p *upPool) dialHeld(ctx context.Context, addr string, slots *dialSlots) (*upConn, error) {
 	defer slots.release()
 	c, err := p.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	return newH1Conn(p, addr, c), nil
+	return newUpConn(p, addr, c), nil
 }
 
 // waitSlot waits for a slot of slots (nil, nil: taken) or a connection
 // given back to addr (which it returns, no slot taken).
-func (p *h1Pool) waitSlot(ctx context.Context, addr string, slots *dialSlots) (*h1Conn, error) {
+func (p *upPool) waitSlot(ctx context.Context, addr string, slots *dialSlots) (*upConn, error) {
 	handed := p.await(addr)
 	pc, err := slots.acquireOr(ctx, handed)
 	late := p.unwait(addr, handed)
@@ -66,8 +66,8 @@ func (p *h1Pool) waitSlot(ctx context.Context, addr string, slots *dialSlots) (*
 // await registers a request waiting for a connection to addr: the
 // channel put sends it on. An idle connection put back since the request
 // found none is sent at once.
-func (p *h1Pool) await(addr string) chan *h1Conn {
-	ch := make(chan *h1Conn, 1)
+func (p *upPool) await(addr string) chan *upConn {
+	ch := make(chan *upConn, 1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pc := p.popLocked(addr); pc != nil {
@@ -80,7 +80,7 @@ func (p *h1Pool) await(addr string) chan *h1Conn {
 
 // unwait ends the wait of ch, returning a connection sent on it and not
 // taken.
-func (p *h1Pool) unwait(addr string, ch chan *h1Conn) *h1Conn {
+func (p *upPool) unwait(addr string, ch chan *upConn) *upConn {
 	p.mu.Lock()
 	w := p.waiting[addr]
 	for i, c := range w {

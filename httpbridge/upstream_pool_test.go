@@ -10,9 +10,9 @@ import (
 
 // pipeConn is a pooled connection over net.Pipe and the peer end, which
 // reads io.EOF once the pool closes it.
-func pipeConn(p *h1Pool, addr string) (*h1Conn, net.Conn) {
+func pipeConn(p *upPool, addr string) (*upConn, net.Conn) {
 	a, b := net.Pipe()
-	return newH1Conn(p, addr, a), b
+	return newUpConn(p, addr, a), b
 }
 
 // closedPeer: peer's Read returns EOF, the pool closed its connection.
@@ -22,23 +22,23 @@ func closedPeer(peer net.Conn) bool {
 	return err == io.EOF
 }
 
-// TestH1PoolPerAddressLIFOBounded: idle connections are kept per
+// TestUpstreamPoolPerAddressLIFOBounded: idle connections are kept per
 // upstream address, at most maxIdle each (a further one is closed), and
 // the most recently idled is taken first.
-func TestH1PoolPerAddressLIFOBounded(t *testing.T) {
-	p := newH1Pool(nil, nil)
+func TestUpstreamPoolPerAddressLIFOBounded(t *testing.T) {
+	p := newUpPool(nil, nil)
 	p.maxIdle = 2
 	a1, _ := pipeConn(p, "a:443")
 	a2, _ := pipeConn(p, "a:443")
 	a3, peer3 := pipeConn(p, "a:443")
 	b1, _ := pipeConn(p, "b:443")
-	for _, pc := range []*h1Conn{a1, a2, b1, a3} {
+	for _, pc := range []*upConn{a1, a2, b1, a3} {
 		p.put(pc)
 	}
 	if !closedPeer(peer3) {
 		t.Errorf("a third idle connection to a:443 stayed open beyond maxIdle 2")
 	}
-	for i, want := range []*h1Conn{a2, a1, nil} {
+	for i, want := range []*upConn{a2, a1, nil} {
 		if got := p.get("a:443"); got != want {
 			t.Fatalf("get %d of a:443: %p, want %p (LIFO)", i, got, want)
 		}
@@ -48,11 +48,11 @@ func TestH1PoolPerAddressLIFOBounded(t *testing.T) {
 	}
 }
 
-// TestH1PoolRetiredClosesAtBoundary: closeIdle closes the idle
+// TestUpstreamPoolRetiredClosesAtBoundary: closeIdle closes the idle
 // connections at once; after retire, a busy connection given back at its
 // request's end is closed, not pooled.
-func TestH1PoolRetiredClosesAtBoundary(t *testing.T) {
-	p := newH1Pool(nil, nil)
+func TestUpstreamPoolRetiredClosesAtBoundary(t *testing.T) {
+	p := newUpPool(nil, nil)
 	idle, idlePeer := pipeConn(p, "a:443")
 	busy, busyPeer := pipeConn(p, "a:443")
 	p.put(idle)

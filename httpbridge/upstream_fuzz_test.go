@@ -29,7 +29,7 @@ func FuzzHTTP1Answer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, answer []byte) {
 		slots := newDialSlots(1)
-		p := newH1Pool(func() *dialSlots { return slots }, func(context.Context, string) (net.Conn, error) {
+		p := newUpPool(func() *dialSlots { return slots }, func(context.Context, string) (net.Conn, error) {
 			gw, up := net.Pipe()
 			go answerOnce(up, answer)
 			return gw, nil

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// BenchmarkH1PoolPutGet is what the idle bookkeeping costs a request:
+// BenchmarkUpstreamPoolPutGet is what the idle bookkeeping costs a request:
 // one put (the idle timer reset) and one get (stopped).
-func BenchmarkH1PoolPutGet(b *testing.B) {
-	p := newH1Pool(nil, nil)
+func BenchmarkUpstreamPoolPutGet(b *testing.B) {
+	p := newUpPool(nil, nil)
 	pc, _ := pipeConn(p, "a:443")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -19,9 +19,9 @@ func BenchmarkH1PoolPutGet(b *testing.B) {
 	}
 }
 
-// BenchmarkH1Probe is the look into an idle connection's socket a reuse
-// costs (h1Probe: one recv with MSG_PEEK on loopback TCP).
-func BenchmarkH1Probe(b *testing.B) {
+// BenchmarkUpstreamProbe is the look into an idle connection's socket a reuse
+// costs (upProbe: one recv with MSG_PEEK on loopback TCP).
+func BenchmarkUpstreamProbe(b *testing.B) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -37,7 +37,7 @@ func BenchmarkH1Probe(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer peer.Close()
-	probe := newH1Probe(c)
+	probe := newUpProbe(c)
 	b.ReportAllocs()
 	for b.Loop() {
 		if !probe.idle() {

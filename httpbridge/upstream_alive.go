@@ -8,20 +8,20 @@ import (
 	"syscall"
 )
 
-// h1Probe looks, without reading, whether an idle connection's socket
+// upProbe looks, without reading, whether an idle connection's socket
 // has anything to read: a registry's FIN or reset, a TLS alert
 // (close_notify), or bytes it sent unasked (a broken registry writing
 // past an answer's end). Any of them makes the connection unfit for the
 // next request: an answer read from it could be a previous request's.
 // net/http's Transport learns this from a read goroutine per connection;
 // this costs one recv(MSG_PEEK|MSG_DONTWAIT) per reuse instead.
-type h1Probe struct {
+type upProbe struct {
 	raw   syscall.RawConn
 	fn    func(fd uintptr) bool // peek, made once
 	quiet bool                  // the last peek found nothing to read
 }
 
-func newH1Probe(c net.Conn) *h1Probe {
+func newUpProbe(c net.Conn) *upProbe {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
@@ -33,12 +33,12 @@ func newH1Probe(c net.Conn) *h1Probe {
 	if err != nil {
 		return nil
 	}
-	p := &h1Probe{raw: raw}
+	p := &upProbe{raw: raw}
 	p.fn = p.peek
 	return p
 }
 
-func (p *h1Probe) peek(fd uintptr) bool {
+func (p *upProbe) peek(fd uintptr) bool {
 	var b [1]byte
 	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	p.quiet = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
@@ -46,7 +46,7 @@ func (p *h1Probe) peek(fd uintptr) bool {
 }
 
 // idle: the socket has nothing to read (nil p: cannot tell, idle).
-func (p *h1Probe) idle() bool {
+func (p *upProbe) idle() bool {
 	if p == nil {
 		return true
 	}

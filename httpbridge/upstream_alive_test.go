@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// TestH1ProbeSeesWaitingBytes: an idle connection is fit for a request
+// TestUpstreamProbeSeesWaitingBytes: an idle connection is fit for a request
 // while its socket has nothing to read, and unfit once the peer sent a
 // byte nobody asked for or closed it; the probe reads nothing.
-func TestH1ProbeSeesWaitingBytes(t *testing.T) {
+func TestUpstreamProbeSeesWaitingBytes(t *testing.T) {
 	tests := []struct {
 		name string
 		peer func(net.Conn)
@@ -29,7 +29,7 @@ func TestH1ProbeSeesWaitingBytes(t *testing.T) {
 			if !tc.want {
 				waitReadable(t, c)
 			}
-			probe := newH1Probe(c)
+			probe := newUpProbe(c)
 			if got := probe.idle(); got != tc.want {
 				t.Fatalf("idle() = %v, want %v", got, tc.want)
 			}

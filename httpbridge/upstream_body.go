@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// h1Body is the body of an answer read from a pooled HTTP/1.1
+// upBody is the body of an answer read from a pooled HTTP/1.1
 // connection, which it owns until the request ends: read to its end,
 // the connection goes back to the pool unless the answer or the request
 // said Connection: close or the answer was close-delimited (keep false),
@@ -16,8 +16,8 @@ import (
 // failing, the connection is closed, as net/http's Transport does (no
 // drain: a node that leaves early is usually gone, and what is left of a
 // blob is megabytes).
-type h1Body struct {
-	pc   *h1Conn
+type upBody struct {
+	pc   *upConn
 	body io.ReadCloser // ReadResponse's, framing the body
 	stop func() bool   // stops the context's AfterFunc
 	ctx  context.Context
@@ -29,7 +29,7 @@ type h1Body struct {
 	err     error      // after done: what Read returns
 }
 
-func (b *h1Body) Read(p []byte) (int, error) {
+func (b *upBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	if b.done {
 		b.mu.Unlock()
@@ -60,7 +60,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 // Close ends the request: before the end of the body, the connection
 // closes; during a Read, the connection is closed at once so that the
 // Read returns, and the Read finishes the rest.
-func (b *h1Body) Close() error {
+func (b *upBody) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done {
@@ -79,7 +79,7 @@ func (b *h1Body) Close() error {
 // it is reusable (read to its end, keep, the context's AfterFunc did not
 // run, nothing unasked for after it), else closed. b.mu is held, or b is
 // not shared yet.
-func (b *h1Body) finish(eof bool) {
+func (b *upBody) finish(eof bool) {
 	pc := b.pc
 	if pc == nil {
 		return

@@ -4,10 +4,10 @@ package httpbridge
 
 import "net"
 
-// h1Probe cannot look into a socket here: a connection the registry
+// upProbe cannot look into a socket here: a connection the registry
 // closed while idle is found by the request that takes it, and retried.
-type h1Probe struct{}
+type upProbe struct{}
 
-func newH1Probe(net.Conn) *h1Probe { return nil }
+func newUpProbe(net.Conn) *upProbe { return nil }
 
-func (*h1Probe) idle() bool { return true }
+func (*upProbe) idle() bool { return true }

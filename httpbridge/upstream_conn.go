@@ -21,27 +21,27 @@ const MaxUpstreamHeaderBytes = 1 << 20
 // before the final one, as net/http's Transport does.
 const max1xxAnswers = 5
 
-// h1BufferSize is the size of each pooled connection's read and write
+// upBufferSize is the size of each pooled connection's read and write
 // buffers, net/http's Transport's default.
-const h1BufferSize = 4 << 10
+const upBufferSize = 4 << 10
 
 var (
-	h1Readers sync.Pool // *bufio.Reader of closed connections
-	h1Writers sync.Pool // *bufio.Writer of closed connections
+	upReaders sync.Pool // *bufio.Reader of closed connections
+	upWriters sync.Pool // *bufio.Writer of closed connections
 )
 
-// h1Conn is one pooled HTTP/1.1 connection to an upstream. It is used
+// upConn is one pooled HTTP/1.1 connection to an upstream. It is used
 // by one request at a time, in that request's goroutine: no goroutine
 // of its own. It is the reader under br, counting and bounding what the
 // upstream sends.
-type h1Conn struct {
+type upConn struct {
 	conn  net.Conn // the *tls.Conn of dialTLS
 	tls   *tls.ConnectionState
 	addr  string // h.Addr(), the pool's key
 	br    *bufio.Reader
 	bw    *bufio.Writer
-	pool  *h1Pool
-	probe *h1Probe // nil: the connection cannot be looked into
+	pool  *upPool
+	probe *upProbe // nil: the connection cannot be looked into
 	reads int64    // bytes read from conn since the request began
 	limit int64    // bytes conn may still give: MaxUpstreamHeaderBytes while headers are read
 	// reused: a request was answered on it before; a failure of the
@@ -54,31 +54,31 @@ type h1Conn struct {
 	idleTimer *time.Timer
 }
 
-func newH1Conn(p *h1Pool, addr string, c net.Conn) *h1Conn {
-	pc := &h1Conn{conn: c, addr: addr, pool: p, limit: math.MaxInt64, probe: newH1Probe(c)}
+func newUpConn(p *upPool, addr string, c net.Conn) *upConn {
+	pc := &upConn{conn: c, addr: addr, pool: p, limit: math.MaxInt64, probe: newUpProbe(c)}
 	pc.abort = func() { _ = c.Close() }
 	if tc, ok := c.(*tls.Conn); ok {
 		st := tc.ConnectionState()
 		pc.tls = &st
 	}
-	if br, ok := h1Readers.Get().(*bufio.Reader); ok {
+	if br, ok := upReaders.Get().(*bufio.Reader); ok {
 		br.Reset(pc)
 		pc.br = br
 	} else {
-		pc.br = bufio.NewReaderSize(pc, h1BufferSize)
+		pc.br = bufio.NewReaderSize(pc, upBufferSize)
 	}
-	if bw, ok := h1Writers.Get().(*bufio.Writer); ok {
+	if bw, ok := upWriters.Get().(*bufio.Writer); ok {
 		bw.Reset(c)
 		pc.bw = bw
 	} else {
-		pc.bw = bufio.NewWriterSize(c, h1BufferSize)
+		pc.bw = bufio.NewWriterSize(c, upBufferSize)
 	}
 	return pc
 }
 
 // Read is br's source: it counts the bytes of the answer and refuses
 // more than limit.
-func (pc *h1Conn) Read(b []byte) (int, error) {
+func (pc *upConn) Read(b []byte) (int, error) {
 	if pc.limit <= 0 {
 		return 0, fmt.Errorf("read upstream answer: headers exceed %d bytes", MaxUpstreamHeaderBytes)
 	}
@@ -92,13 +92,13 @@ func (pc *h1Conn) Read(b []byte) (int, error) {
 }
 
 // begin readies pc for a request: nothing read yet, headers bounded.
-func (pc *h1Conn) begin() {
+func (pc *upConn) begin() {
 	pc.reads = 0
 	pc.limit = MaxUpstreamHeaderBytes
 }
 
 // headersDone lifts the header bound for the body.
-func (pc *h1Conn) headersDone() { pc.limit = math.MaxInt64 }
+func (pc *upConn) headersDone() { pc.limit = math.MaxInt64 }
 
 // longAgo is a read deadline that has passed: a read returns at once
 // with what is buffered, or a timeout.
@@ -109,8 +109,8 @@ var longAgo = time.Unix(1, 0)
 // buffer (a read with a deadline passed gets those without touching the
 // socket). A registry that wrote a second answer nobody asked for,
 // before or with the end of the first, leaves it there; the socket
-// itself is looked into when the connection is taken again (h1Probe).
-func (pc *h1Conn) drained() bool {
+// itself is looked into when the connection is taken again (upProbe).
+func (pc *upConn) drained() bool {
 	if pc.br.Buffered() > 0 {
 		return false
 	}
@@ -122,11 +122,11 @@ func (pc *h1Conn) drained() bool {
 
 // close closes the connection and gives its buffers back. It is called
 // once, by the request using it or by the pool for an idle one.
-func (pc *h1Conn) close() {
+func (pc *upConn) close() {
 	_ = pc.conn.Close()
 	pc.br.Reset(nil)
 	pc.bw.Reset(nil)
-	h1Readers.Put(pc.br)
-	h1Writers.Put(pc.bw)
+	upReaders.Put(pc.br)
+	upWriters.Put(pc.bw)
 	pc.br, pc.bw = nil, nil
 }

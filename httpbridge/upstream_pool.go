@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// h1Pool is the idle HTTP/1.1 connections of one pooled identity, per
+// upPool is the idle HTTP/1.1 connections of one pooled identity, per
 // upstream address: at most maxIdle each, the most recently used taken
 // first (LIFO: the warm ones stay warm, the others idle out), each
 // closed after idleTimeout unused. A registry that closes an idle
 // connection leaves it in CLOSE_WAIT here until that timer fires or a
 // request takes it (and, finding it dead, retries on a new dial): no
 // goroutine watches idle connections.
-type h1Pool struct {
+type upPool struct {
 	slots       func() *dialSlots                                        // the route's dial bound
 	dial        func(ctx context.Context, addr string) (net.Conn, error) // with a slot held
 	maxIdle     int
@@ -24,18 +24,18 @@ type h1Pool struct {
 	expiredFunc func()
 
 	mu      sync.Mutex
-	idle    map[string][]*h1Conn      // by address, oldest first
-	waiting map[string][]chan *h1Conn // by address, requests waiting for a dial slot, first first
+	idle    map[string][]*upConn      // by address, oldest first
+	waiting map[string][]chan *upConn // by address, requests waiting for a dial slot, first first
 	retired bool
 }
 
-func newH1Pool(slots func() *dialSlots, dial func(ctx context.Context, addr string) (net.Conn, error)) *h1Pool {
-	return &h1Pool{slots: slots, dial: dial, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: DefaultUpstreamIdleTimeout,
-		idle: make(map[string][]*h1Conn), waiting: make(map[string][]chan *h1Conn)}
+func newUpPool(slots func() *dialSlots, dial func(ctx context.Context, addr string) (net.Conn, error)) *upPool {
+	return &upPool{slots: slots, dial: dial, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: DefaultUpstreamIdleTimeout,
+		idle: make(map[string][]*upConn), waiting: make(map[string][]chan *upConn)}
 }
 
 // get is the most recently idled connection to addr, or nil.
-func (p *h1Pool) get(addr string) *h1Conn {
+func (p *upPool) get(addr string) *upConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.popLocked(addr)
@@ -43,7 +43,7 @@ func (p *h1Pool) get(addr string) *h1Conn {
 
 // popLocked takes the most recently idled connection to addr, or nil;
 // p.mu is held.
-func (p *h1Pool) popLocked(addr string) *h1Conn {
+func (p *upPool) popLocked(addr string) *upConn {
 	conns := p.idle[addr]
 	if len(conns) == 0 {
 		return nil
@@ -59,7 +59,7 @@ func (p *h1Pool) popLocked(addr string) *h1Conn {
 // put gives pc to the first request waiting for a dial slot to addr, or
 // makes it idle, or closes it when the pool is retired or addr has
 // maxIdle idle already.
-func (p *h1Pool) put(pc *h1Conn) {
+func (p *upPool) put(pc *upConn) {
 	p.mu.Lock()
 	pc.reused = true
 	if w := p.waiting[pc.addr]; len(w) > 0 && !p.retired {
@@ -87,7 +87,7 @@ func (p *h1Pool) put(pc *h1Conn) {
 // expire closes pc when it is still idle and has been for idleTimeout:
 // a timer that fired as a request took pc, and was reset by its put
 // since, finds it busy or idle too shortly and leaves it.
-func (p *h1Pool) expire(pc *h1Conn) {
+func (p *upPool) expire(pc *upConn) {
 	p.mu.Lock()
 	if pc.idleSince.IsZero() || time.Since(pc.idleSince) < p.idleTimeout || !p.remove(pc) {
 		p.mu.Unlock()
@@ -101,7 +101,7 @@ func (p *h1Pool) expire(pc *h1Conn) {
 }
 
 // remove takes pc out of the idle list of its address; p.mu is held.
-func (p *h1Pool) remove(pc *h1Conn) bool {
+func (p *upPool) remove(pc *upConn) bool {
 	conns := p.idle[pc.addr]
 	for i, c := range conns {
 		if c == pc {
@@ -116,9 +116,9 @@ func (p *h1Pool) remove(pc *h1Conn) bool {
 }
 
 // closeIdle closes every idle connection; the busy ones stay.
-func (p *h1Pool) closeIdle() {
+func (p *upPool) closeIdle() {
 	p.mu.Lock()
-	var all []*h1Conn
+	var all []*upConn
 	for addr, conns := range p.idle {
 		for _, pc := range conns {
 			pc.idleTimer.Stop()
@@ -135,7 +135,7 @@ func (p *h1Pool) closeIdle() {
 
 // retire closes the idle connections and every busy one at the end of
 // its request (put).
-func (p *h1Pool) retire() {
+func (p *upPool) retire() {
 	p.mu.Lock()
 	p.retired = true
 	p.mu.Unlock()
@@ -143,7 +143,7 @@ func (p *h1Pool) retire() {
 }
 
 // idleCount is how many connections to addr are idle (tests).
-func (p *h1Pool) idleCount(addr string) int {
+func (p *upPool) idleCount(addr string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.idle[addr])

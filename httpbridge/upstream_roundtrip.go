@@ -22,7 +22,7 @@ var errResponseHeaderTimeout = errors.New("timeouts.response_header exceeded")
 // came (the registry closed it while it idled, or as the request came) is
 // replaced by a new dial once; the node never sees it. A new
 // connection's failure is the attempt's.
-func (p *h1Pool) roundTrip(req *http.Request, timeout time.Duration) (*http.Response, error) {
+func (p *upPool) roundTrip(req *http.Request, timeout time.Duration) (*http.Response, error) {
 	addr := req.URL.Host
 	pc, err := p.connect(req.Context(), addr)
 	if err != nil {
@@ -39,8 +39,8 @@ func (p *h1Pool) roundTrip(req *http.Request, timeout time.Duration) (*http.Resp
 }
 
 // getLive is the most recently idled connection to addr that has
-// nothing to read (h1Probe), closing those that have; nil when none.
-func (p *h1Pool) getLive(addr string) *h1Conn {
+// nothing to read (upProbe), closing those that have; nil when none.
+func (p *upPool) getLive(addr string) *upConn {
 	for {
 		pc := p.get(addr)
 		if pc == nil || pc.probe.idle() {
@@ -52,13 +52,13 @@ func (p *h1Pool) getLive(addr string) *h1Conn {
 
 // retryable: pc was reused, nothing of an answer came, and neither the
 // request's context nor the header timeout ended the attempt.
-func (pc *h1Conn) retryable(req *http.Request, err error) bool {
+func (pc *upConn) retryable(req *http.Request, err error) bool {
 	return pc.reused && pc.reads == 0 && req.Context().Err() == nil && !errors.Is(err, errResponseHeaderTimeout)
 }
 
 // exchange sends req on pc and reads the answer's head. On success the
-// answer's body owns pc (h1Body); on failure pc is closed.
-func (p *h1Pool) exchange(pc *h1Conn, req *http.Request, timeout time.Duration) (*http.Response, error) {
+// answer's body owns pc (upBody); on failure pc is closed.
+func (p *upPool) exchange(pc *upConn, req *http.Request, timeout time.Duration) (*http.Response, error) {
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, pc.abort)
 	pc.begin()
@@ -73,7 +73,7 @@ func (p *h1Pool) exchange(pc *h1Conn, req *http.Request, timeout time.Duration) 
 	}
 	pc.headersDone()
 	resp.TLS = pc.tls
-	body := &h1Body{pc: pc, body: resp.Body, stop: stop, ctx: ctx,
+	body := &upBody{pc: pc, body: resp.Body, stop: stop, ctx: ctx,
 		keep: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody {
 		body.finish(true)
@@ -84,7 +84,7 @@ func (p *h1Pool) exchange(pc *h1Conn, req *http.Request, timeout time.Duration) 
 }
 
 // send writes req and reads the final answer's head within timeout.
-func (pc *h1Conn) send(req *http.Request, timeout time.Duration) (*http.Response, error) {
+func (pc *upConn) send(req *http.Request, timeout time.Duration) (*http.Response, error) {
 	if err := req.Write(pc.bw); err != nil {
 		return nil, fmt.Errorf("write request to %s: %w", pc.addr, err)
 	}
@@ -111,7 +111,7 @@ func (pc *h1Conn) send(req *http.Request, timeout time.Duration) (*http.Response
 // skipped, given to the request's httptrace.ClientTrace.Got1xxResponse
 // as net/http's Transport does (ReverseProxy passes them to the node);
 // 101 is refused: the bridge upgrades nothing.
-func (pc *h1Conn) readHead(req *http.Request) (*http.Response, error) {
+func (pc *upConn) readHead(req *http.Request) (*http.Response, error) {
 	trace := httptrace.ContextClientTrace(req.Context())
 	for n := 0; ; n++ {
 		resp, err := http.ReadResponse(pc.br, req)
