@@ -150,7 +150,7 @@ func (u *upstreamClient) try(req *http.Request, a *upstream.Attempts, h *upstrea
 	url.Scheme, url.Host = "https", h.Addr()
 	out.URL = &url
 	p := u.current()
-	resp, err := p.transport.RoundTrip(out)
+	resp, err := p.roundTrip(out, u.cfg.ResponseHeaderTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (b *releaseBody) Close() error {
 func (b *releaseBody) boundary() {
 	b.release()
 	if b.pool.retired.Load() || b.host.State() != upstream.StateReady {
-		b.pool.transport.CloseIdleConnections()
+		b.pool.closeIdle()
 	}
 }
 
@@ -224,6 +224,11 @@ func (u *upstreamClient) dialTLS(ctx context.Context, network, addr string, alpn
 		return nil, err
 	}
 	defer release()
+	return u.dialHeld(ctx, network, addr, alpn)
+}
+
+// dialHeld is dialTLS for a caller holding a dial slot.
+func (u *upstreamClient) dialHeld(ctx context.Context, network, addr string, alpn []string) (net.Conn, error) {
 	attempt, cancel := context.WithTimeoutCause(ctx, u.cfg.ConnectTimeout, errConnectTimeout)
 	defer cancel()
 	c, err := u.handshake(attempt, network, addr, alpn)

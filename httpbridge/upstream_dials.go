@@ -44,3 +44,30 @@ func (d *dialSlots) acquire(ctx context.Context) (release func(), err error) {
 }
 
 func (d *dialSlots) release() { <-d.slots }
+
+// tryAcquire takes a slot when one is free at once.
+func (d *dialSlots) tryAcquire() bool {
+	select {
+	case d.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquireOr waits for a slot (nil, nil: taken, to be released) or for
+// a connection on handed, which another request gave back meanwhile
+// (the connection: no slot taken), under ctx.
+func (d *dialSlots) acquireOr(ctx context.Context, handed <-chan *upConn) (*upConn, error) {
+	if d.waitFunc != nil {
+		d.waitFunc()
+	}
+	select {
+	case d.slots <- struct{}{}:
+		return nil, nil
+	case pc := <-handed:
+		return pc, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for an upstream dial (%d in progress): %w", cap(d.slots), context.Cause(ctx))
+	}
+}

@@ -1,6 +1,8 @@
 package httpbridge
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -12,6 +14,12 @@ import (
 type pooled struct {
 	identity  string
 	transport *http.Transport
+	// h1, HTTP/1.1 pool only, carries the requests that can be sent again
+	// (canRetry: GET and HEAD without a body) over its own connections,
+	// in the request's goroutine; transport carries those with a body:
+	// it writes the body while it reads the answer, which a registry
+	// refusing an upload early needs.
+	h1 *upPool
 	// retired: a rotation replaced the pool, or the bridge was closed;
 	// each request that ends closes the idle connections.
 	retired atomic.Bool
@@ -26,15 +34,31 @@ func (u *upstreamClient) newPooled(identity string) *pooled {
 	if u.cfg.UpstreamProtocol == UpstreamH2 {
 		return &pooled{identity: identity, transport: u.newH2Transport()}
 	}
-	return &pooled{identity: identity, transport: u.newH1Transport()}
+	return &pooled{identity: identity, transport: u.newH1Transport(), h1: newUpPool(u.dialSlots, u.dialH1)}
 }
 
-// newH1Transport is the HTTP/1.1 pool: ALPN http/1.1 only, keep-alive,
-// up to DefaultMaxIdleConnsPerHost idle connections per upstream. A
-// request takes an idle connection when one exists and dials otherwise;
-// a GET or HEAD sent on a pooled connection that the registry closed
-// while it was idle is sent again on a new one by net/http (its
-// "server closed idle connection" retry), which the node never sees.
+// dialSlots is the route's bound on dials in progress (tests replace it).
+func (u *upstreamClient) dialSlots() *dialSlots { return u.dials }
+
+// dialH1 is a new connection of the h1 pool, whose caller holds a dial
+// slot: dialHeld offering http/1.1 only, under the request's context,
+// which carries the attempt's host for passive health.
+func (u *upstreamClient) dialH1(ctx context.Context, addr string) (net.Conn, error) {
+	return u.dialHeld(ctx, "tcp", addr, alpnH1)
+}
+
+// roundTrip sends out over the pool: a request that can be sent again
+// over h1 when p has it, any other over transport.
+func (p *pooled) roundTrip(out *http.Request, timeout time.Duration) (*http.Response, error) {
+	if p.h1 != nil && canRetry(out) {
+		return p.h1.roundTrip(out, timeout)
+	}
+	return p.transport.RoundTrip(out)
+}
+
+// newH1Transport is the HTTP/1.1 pool's transport for requests with a
+// body: ALPN http/1.1 only, keep-alive, up to DefaultMaxIdleConnsPerHost
+// idle connections per upstream.
 func (u *upstreamClient) newH1Transport() *http.Transport {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
@@ -53,5 +77,16 @@ func (u *upstreamClient) newH1Transport() *http.Transport {
 // close when their requests end (releaseBody).
 func (p *pooled) retire() {
 	p.retired.Store(true)
+	if p.h1 != nil {
+		p.h1.retire()
+	}
+	p.transport.CloseIdleConnections()
+}
+
+// closeIdle closes the idle connections of both of p's pools.
+func (p *pooled) closeIdle() {
+	if p.h1 != nil {
+		p.h1.closeIdle()
+	}
 	p.transport.CloseIdleConnections()
 }
