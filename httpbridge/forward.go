@@ -5,9 +5,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/http/httpguts"
 
@@ -19,14 +21,14 @@ import (
 // to the node. It is httputil.ReverseProxy's ServeHTTP with the hooks the
 // bridge uses (rewrite, modifyResponse, errorHandler) and without what no
 // registry exchange needs, so that a request costs one copy of the
-// request and one header map: no client trace for 1xx answers (the
-// HTTP/1.1 leg skips them; an HTTP/2 upstream's are dropped by
-// net/http), no protocol upgrade (a 101 answer is an upstream error).
-// What it keeps of ReverseProxy, in its order: hop-by-hop headers and
+// request and one header map: no protocol upgrade (a 101 answer is an
+// upstream error), no CloseNotifier watch (the node's requests carry a
+// context). What it keeps of ReverseProxy, in its order: hop-by-hop headers and
 // those the Connection header names removed both ways, the node's
 // forwarding headers dropped before rewrite, unparsable query parameters
 // removed, `Te: trailers` kept, no User-Agent added, the body of a
-// request with ContentLength 0 dropped, the answer's trailers passed on,
+// request with ContentLength 0 dropped, informational answers (103) passed
+// on as they come (a client trace), the answer's trailers passed on,
 // a streamed answer (no Content-Length, or text/event-stream) flushed
 // after each write, and a body that fails mid-copy aborting the response
 // with http.ErrAbortHandler.
@@ -44,8 +46,9 @@ type forwarder struct {
 var errUpgrade = errors.New("the registry switched protocols (101), which the bridge does not forward")
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, in *http.Request) {
-	out := f.outgoing(in)
+	out, done := informational(f.outgoing(in), w)
 	resp, err := f.transport.RoundTrip(out)
+	done()
 	if err != nil {
 		f.errorHandler(w, out, err)
 		return
@@ -88,6 +91,34 @@ func (f *forwarder) outgoing(in *http.Request) *http.Request {
 	out.Close = false
 	f.rewrite(in, out)
 	return out
+}
+
+// informational makes out's informational answers go to w as they come,
+// until done is called (the final answer's headers are then w's).
+func informational(out *http.Request, w http.ResponseWriter) (_ *http.Request, done func()) {
+	var (
+		mu    sync.Mutex
+		ended bool
+	)
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			return nil
+		}
+		h := w.Header()
+		for k, vv := range header {
+			h[k] = append(h[k], vv...)
+		}
+		w.WriteHeader(code)
+		clear(h) // WriteHeader keeps an informational answer's headers
+		return nil
+	}}
+	return out.WithContext(httptrace.WithClientTrace(out.Context(), trace)), func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+	}
 }
 
 // endToEnd is a copy of h without its hop-by-hop headers (those of RFC
