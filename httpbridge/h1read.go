@@ -23,7 +23,7 @@ const h1HeaderLimit = DefaultMaxHeaderBytes + 4096
 // rstAvoidanceDelay), and h1LingerBytes how much it reads meanwhile.
 const (
 	h1LingerTime  = 500 * time.Millisecond
-	h1LingerBytes = 256 << 10
+	h1LingerBytes = 4 << 20
 )
 
 // h1Limit is the connection's reader under the header limit; it notes
