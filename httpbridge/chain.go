@@ -31,7 +31,7 @@ func (u linkUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(req.Context()) // a RoundTripper leaves its request as it came
 	oci.DropForwarding(out.Header)
 	if nc := connFrom(out.Context()); u.b.cfg.Forwarded && nc != nil {
-		oci.SetForwarded(out.Header, nc.ip)
+		nc.fwd.Set(out.Header)
 	}
 	return u.b.upstream.RoundTrip(out)
 }

@@ -1,6 +1,7 @@
 package httpbridge
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -46,7 +47,8 @@ type forwarder struct {
 var errUpgrade = errors.New("the registry switched protocols (101), which the bridge does not forward")
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, in *http.Request) {
-	out, done := informational(f.outgoing(in), w)
+	ctx, done := informational(in.Context(), w)
+	out := f.outgoing(in, ctx)
 	resp, err := f.transport.RoundTrip(out)
 	done()
 	if err != nil {
@@ -67,12 +69,11 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, in *http.Request) {
 	f.answer(w, resp)
 }
 
-// outgoing is the upstream request of in: a copy sharing in's context
-// and body, with its own URL and the end-to-end headers, as rewrite
-// leaves it.
-func (f *forwarder) outgoing(in *http.Request) *http.Request {
-	out := new(http.Request)
-	*out = *in
+// outgoing is the upstream request of in: a copy under ctx sharing in's
+// body, with its own URL and the end-to-end headers, as rewrite leaves
+// it.
+func (f *forwarder) outgoing(in *http.Request, ctx context.Context) *http.Request {
+	out := in.WithContext(ctx)
 	u := *in.URL
 	u.RawQuery = cleanQueryParams(u.RawQuery)
 	out.URL = &u
@@ -93,9 +94,10 @@ func (f *forwarder) outgoing(in *http.Request) *http.Request {
 	return out
 }
 
-// informational makes out's informational answers go to w as they come,
-// until done is called (the final answer's headers are then w's).
-func informational(out *http.Request, w http.ResponseWriter) (_ *http.Request, done func()) {
+// informational is ctx with a client trace that passes the informational
+// answers of a request under it to w as they come, until done is called
+// (the final answer's headers are then w's).
+func informational(ctx context.Context, w http.ResponseWriter) (_ context.Context, done func()) {
 	var (
 		mu    sync.Mutex
 		ended bool
@@ -114,7 +116,7 @@ func informational(out *http.Request, w http.ResponseWriter) (_ *http.Request, d
 		clear(h) // WriteHeader keeps an informational answer's headers
 		return nil
 	}}
-	return out.WithContext(httptrace.WithClientTrace(out.Context(), trace)), func() {
+	return httptrace.WithClientTrace(ctx, trace), func() {
 		mu.Lock()
 		ended = true
 		mu.Unlock()
@@ -182,7 +184,11 @@ func removeHopByHop(h http.Header) {
 func (f *forwarder) answer(w http.ResponseWriter, resp *http.Response) {
 	h := w.Header()
 	for k, vv := range resp.Header {
-		h[k] = append(h[k], vv...)
+		if len(h[k]) == 0 {
+			h[k] = vv // the answer's header is the forwarder's: no copy
+		} else {
+			h[k] = append(h[k], vv...)
+		}
 	}
 	announced := len(resp.Trailer)
 	if announced > 0 {
@@ -233,8 +239,12 @@ func streams(resp *http.Response) bool {
 	if resp.ContentLength == -1 {
 		return true
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return ct == "text/event-stream"
+	ct := resp.Header.Get("Content-Type")
+	if len(ct) < len("text/event-stream") || !strings.EqualFold(ct[:len("text/")], "text/") {
+		return false // a registry's answers: parsed for nothing
+	}
+	base, _, _ := mime.ParseMediaType(ct)
+	return base == "text/event-stream"
 }
 
 // flushWriter flushes after each write.

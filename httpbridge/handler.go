@@ -114,8 +114,8 @@ func (b *Bridge) finish(r *http.Request, nc *nodeConn, rq *request) {
 
 // clientString is the node's address as ip:port.
 func clientString(nc *nodeConn) string {
-	if nc == nil || nc.Client == nil {
+	if nc == nil {
 		return ""
 	}
-	return nc.Client.String()
+	return nc.addr
 }

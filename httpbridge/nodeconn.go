@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snigate/snigate/oci"
 	"github.com/snigate/snigate/sni"
 )
 
@@ -23,8 +24,10 @@ import (
 // flight, and how to make it close at the next request boundary.
 type nodeConn struct {
 	*sni.BridgeConn
-	ip   netip.Addr // the node's address, for the forwarding headers
-	port int        // the listener's port the node connected to (Host may name it)
+	ip   netip.Addr    // the node's address, for the forwarding headers
+	fwd  oci.Forwarded // its forwarding headers, made once for the connection's requests
+	addr string        // Client as ip:port, for the logs and the audit
+	port int           // the listener's port the node connected to (Host may name it)
 	log  *slog.Logger
 
 	closed    chan struct{} // closed by Close
@@ -54,10 +57,19 @@ type nodeConn struct {
 }
 
 func newNodeConn(c *sni.BridgeConn, log *slog.Logger) *nodeConn {
+	ip := addrIP(c.Client)
 	return &nodeConn{
-		BridgeConn: c, ip: addrIP(c.Client), port: addrPort(c.LocalAddr()), log: log,
+		BridgeConn: c, ip: ip, fwd: oci.NewForwarded(ip), addr: addrString(c.Client), port: addrPort(c.LocalAddr()), log: log,
 		closed: make(chan struct{}), allDone: make(chan struct{}),
 	}
+}
+
+// addrString is a as ip:port, "" for none.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
 }
 
 // addrPort is the port of a listener address, 0 when it has none.

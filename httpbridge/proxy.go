@@ -62,7 +62,7 @@ func (b *Bridge) rewrite(in, out *http.Request) {
 	out.Host = in.Host
 	out.Header.Del("Host") // an HTTP/2 node's Host header beside :authority
 	if nc := connFrom(in.Context()); b.cfg.Forwarded && nc != nil {
-		oci.SetForwarded(out.Header, nc.ip)
+		nc.fwd.Set(out.Header)
 	}
 }
 

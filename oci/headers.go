@@ -67,17 +67,39 @@ func IsForwarding(k string) bool {
 // registry: X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and Forwarded
 // (RFC 7239, an IPv6 address quoted and bracketed). An invalid ip sets
 // nothing.
-func SetForwarded(h http.Header, ip netip.Addr) {
+func SetForwarded(h http.Header, ip netip.Addr) { NewForwarded(ip).Set(h) }
+
+// Forwarded is SetForwarded's headers for one address, made once: the
+// requests of one node connection share them.
+type Forwarded struct {
+	forFor, realIP, forwarded []string
+}
+
+// NewForwarded is the forwarding headers of ip; those of an invalid ip
+// set nothing.
+func NewForwarded(ip netip.Addr) Forwarded {
 	if !ip.IsValid() {
-		return
+		return Forwarded{}
 	}
 	s := ip.String()
-	h.Set("X-Forwarded-For", s)
-	h.Set("X-Real-Ip", s)
-	h.Set("X-Forwarded-Proto", "https")
 	node := s
 	if ip.Is6() {
 		node = `"[` + s + `]"`
 	}
-	h.Set("Forwarded", "for="+node+";proto=https")
+	return Forwarded{forFor: []string{s}, realIP: []string{s}, forwarded: []string{"for=" + node + ";proto=https"}}
+}
+
+// protoHTTPS is X-Forwarded-Proto's one value.
+var protoHTTPS = []string{"https"}
+
+// Set sets the headers on h. Their values are shared by every header f
+// was set on: replace them (Header.Set, Add), never write into them.
+func (f Forwarded) Set(h http.Header) {
+	if f.forFor == nil {
+		return
+	}
+	h["X-Forwarded-For"] = f.forFor[:1:1]
+	h["X-Real-Ip"] = f.realIP[:1:1]
+	h["X-Forwarded-Proto"] = protoHTTPS[:1:1]
+	h["Forwarded"] = f.forwarded[:1:1]
 }
