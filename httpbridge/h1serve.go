@@ -27,9 +27,9 @@ var (
 )
 
 // h1Server is what the requests' contexts carry under
-// http.ServerContextKey, as net/http's server sets it: only its presence
-// is read (ReverseProxy aborts a response whose body copy failed with
-// http.ErrAbortHandler only under a server).
+// http.ServerContextKey, as net/http's server sets it, for handlers
+// written for that server: only its presence is read (httputil's
+// ReverseProxy, for one, aborts a failed body copy only under a server).
 var h1Server = new(http.Server)
 
 // aLongTimeAgo is a read deadline in the past: it unblocks a pending read.
