@@ -123,34 +123,19 @@ func informational(ctx context.Context, w http.ResponseWriter) (_ context.Contex
 	}
 }
 
-// endToEnd is a copy of h without its hop-by-hop headers (those of RFC
-// 9110's list and those Connection names) and without the forwarding
+// endToEnd is a copy of h without its hop-by-hop headers
+// (oci.HopByHopHeaders, ReverseProxy's list, and those Connection names) and without the forwarding
 // headers the node sent (the gateway sets its own).
 func endToEnd(h http.Header) http.Header {
 	named := h["Connection"]
 	out := make(http.Header, len(h))
 	for k, vv := range h {
-		if isHopByHop(k) || oci.IsForwarding(k) || (len(named) > 0 && connectionNames(named, k)) {
+		if oci.IsHopByHop(k) || oci.IsForwarding(k) || (len(named) > 0 && connectionNames(named, k)) {
 			continue
 		}
 		out[k] = vv
 	}
 	return out
-}
-
-// hopHeaders are ReverseProxy's hop-by-hop headers.
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-}
-
-func isHopByHop(k string) bool {
-	for _, h := range hopHeaders {
-		if k == h {
-			return true
-		}
-	}
-	return false
 }
 
 // connectionNames: the Connection header's values name the header k.
@@ -174,7 +159,7 @@ func removeHopByHop(h http.Header) {
 			}
 		}
 	}
-	for _, k := range hopHeaders {
+	for _, k := range oci.HopByHopHeaders {
 		delete(h, k)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // h1ReaderSize and h1WriterSize are the buffers of an HTTP/1.x node
-// connection. The writer holds a TLS record's worth, so that a response
+// connection (h1Readers also serves the upstream connections'). The writer holds a TLS record's worth, so that a response
 // of up to 16 KiB with its header is one write; it is the connection's
 // only while a response goes out.
 const (
@@ -32,7 +32,8 @@ var (
 // ReverseProxy, for one, aborts a failed body copy only under a server).
 var h1Server = new(http.Server)
 
-// aLongTimeAgo is a read deadline in the past: it unblocks a pending read.
+// aLongTimeAgo is a read deadline in the past: it unblocks a pending
+// read, and makes a new one return at once (both legs).
 var aLongTimeAgo = time.Unix(1, 0)
 
 // h1Conn serves HTTP/1.x on one node connection in the connection's own

@@ -21,14 +21,14 @@ const MaxUpstreamHeaderBytes = 1 << 20
 // before the final one, as net/http's Transport does.
 const max1xxAnswers = 5
 
-// upBufferSize is the size of each pooled connection's read and write
-// buffers, net/http's Transport's default.
+// upBufferSize is the size of each pooled connection's write buffer;
+// its read buffer is h1ReaderSize. Both are net/http's Transport's
+// default, 4 KiB.
 const upBufferSize = 4 << 10
 
-var (
-	upReaders sync.Pool // *bufio.Reader of closed connections
-	upWriters sync.Pool // *bufio.Writer of closed connections
-)
+// upWriters holds the *bufio.Writer of closed connections; their
+// readers go back to h1Readers, the node leg's, of the same size.
+var upWriters sync.Pool
 
 // upConn is one pooled HTTP/1.1 connection to an upstream. It is used
 // by one request at a time, in that request's goroutine: no goroutine
@@ -61,12 +61,8 @@ func newUpConn(p *upPool, addr string, c net.Conn) *upConn {
 		st := tc.ConnectionState()
 		pc.tls = &st
 	}
-	if br, ok := upReaders.Get().(*bufio.Reader); ok {
-		br.Reset(pc)
-		pc.br = br
-	} else {
-		pc.br = bufio.NewReaderSize(pc, upBufferSize)
-	}
+	pc.br = h1Readers.Get().(*bufio.Reader)
+	pc.br.Reset(pc)
 	if bw, ok := upWriters.Get().(*bufio.Writer); ok {
 		bw.Reset(c)
 		pc.bw = bw
@@ -100,10 +96,6 @@ func (pc *upConn) begin() {
 // headersDone lifts the header bound for the body.
 func (pc *upConn) headersDone() { pc.limit = math.MaxInt64 }
 
-// longAgo is a read deadline that has passed: a read returns at once
-// with what is buffered, or a timeout.
-var longAgo = time.Unix(1, 0)
-
 // drained: nothing came after the answer that pc was read for, neither
 // in br nor decrypted or waiting to be in the TLS connection's own
 // buffer (a read with a deadline passed gets those without touching the
@@ -114,7 +106,7 @@ func (pc *upConn) drained() bool {
 	if pc.br.Buffered() > 0 {
 		return false
 	}
-	_ = pc.conn.SetReadDeadline(longAgo)
+	_ = pc.conn.SetReadDeadline(aLongTimeAgo) // a read returns at once with what is buffered, or a timeout
 	_, err := pc.br.Peek(1)
 	_ = pc.conn.SetReadDeadline(time.Time{})
 	return isTimeout(err)
@@ -126,7 +118,7 @@ func (pc *upConn) close() {
 	_ = pc.conn.Close()
 	pc.br.Reset(nil)
 	pc.bw.Reset(nil)
-	upReaders.Put(pc.br)
+	h1Readers.Put(pc.br)
 	upWriters.Put(pc.bw)
 	pc.br, pc.bw = nil, nil
 }

@@ -47,7 +47,7 @@ func upstreamRequest(ctx context.Context, r *http.Request, method string) (*http
 // node's request into the cache's own: those that would make the
 // registry answer with less than the whole content, or encoded.
 var droppedHeaders = []string{
-	"Proxy-Authorization", "Range", "If-Range", "If-Match", "If-None-Match",
+	"Range", "If-Range", "If-Match", "If-None-Match",
 	"If-Modified-Since", "If-Unmodified-Since", "Content-Length", "Accept-Encoding",
 }
 

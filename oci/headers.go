@@ -9,7 +9,10 @@ import (
 // HopByHopHeaders are the headers of one connection, never copied from
 // one message to another (RFC 9110 section 7.6.1; Proxy-Authorization
 // and Proxy-Authenticate are the proxy's own as well).
-var HopByHopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+var HopByHopHeaders = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
 
 // IsHopByHop reports whether the canonical header name k is one of
 // HopByHopHeaders.
