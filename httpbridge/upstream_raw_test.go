@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 )
 
 // rawRegistry is an HTTP/1.1 registry whose answers are written byte by
@@ -22,10 +21,8 @@ type rawRegistry struct {
 
 	heads chan string // each request's head as the registry read it (the first 64 waiting)
 
-	mu     sync.Mutex
-	conns  []net.Conn
-	closed []chan struct{}
-	wg     sync.WaitGroup
+	*connLog // accepted, waitClosed
+	wg       sync.WaitGroup
 }
 
 // okAnswer is a legitimate registry's answer.
@@ -37,7 +34,8 @@ func startRawRegistry(tb testing.TB, p *testPKI, answer func(c net.Conn, r *http
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &rawRegistry{addr: ln.Addr().String(), ln: ln, answer: answer, heads: make(chan string, 64)}
+	r := &rawRegistry{addr: ln.Addr().String(), ln: ln, answer: answer, heads: make(chan string, 64),
+		connLog: &connLog{closed: map[net.Conn]chan struct{}{}}}
 	r.wg.Add(1)
 	go r.accept()
 	tb.Cleanup(r.stop)
@@ -51,20 +49,16 @@ func (r *rawRegistry) accept() {
 		if err != nil {
 			return
 		}
-		done := make(chan struct{})
-		r.mu.Lock()
-		r.conns = append(r.conns, c)
-		r.closed = append(r.closed, done)
+		r.state(c, http.StateNew)
 		r.wg.Add(1)
-		r.mu.Unlock()
-		go r.serve(c, done)
+		go r.serve(c)
 	}
 }
 
 // serve answers the requests of c until answer or the client ends it.
-func (r *rawRegistry) serve(c net.Conn, done chan struct{}) {
+func (r *rawRegistry) serve(c net.Conn) {
 	defer r.wg.Done()
-	defer close(done)
+	defer r.state(c, http.StateClosed)
 	defer c.Close()
 	capture := &captureReader{r: c}
 	br := bufio.NewReader(capture)
@@ -81,26 +75,6 @@ func (r *rawRegistry) serve(c net.Conn, done chan struct{}) {
 		if !r.answer(c, req) {
 			return
 		}
-	}
-}
-
-// accepted is how many connections the registry accepted.
-func (r *rawRegistry) accepted() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.conns)
-}
-
-// waitClosed waits until the i-th connection is closed, by either side.
-func (r *rawRegistry) waitClosed(tb testing.TB, i int, why string) {
-	tb.Helper()
-	r.mu.Lock()
-	done := r.closed[i]
-	r.mu.Unlock()
-	select {
-	case <-done:
-	case <-time.After(waitLimit):
-		tb.Fatalf("registry connection %d still open %v after %s", i, waitLimit, why)
 	}
 }
 
