@@ -259,18 +259,26 @@ func (w *world) waitAudit(t *testing.T, match func(auditRecord) bool) auditRecor
 // waitAuditFile is waitAudit on the audit log file.
 func waitAuditFile(t *testing.T, file string, match func(auditRecord) bool) auditRecord {
 	t.Helper()
-	var found auditRecord
+	return waitRecord(t, file, match)
+}
+
+// waitRecord waits until the JSON-lines log file has a record that match
+// accepts (R: the fields a test reads) and returns it. Every complete
+// line must parse; a line being written is not read.
+func waitRecord[R any](t *testing.T, file string, match func(R) bool) R {
+	t.Helper()
+	var found R
 	err := poll(startTries, pollStep, func() error {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return err
 		}
-		complete := string(b[:strings.LastIndexByte(string(b), '\n')+1]) // a line being written is not read
+		complete := string(b[:strings.LastIndexByte(string(b), '\n')+1])
 		for _, line := range strings.Split(strings.TrimSpace(complete), "\n") {
 			if line == "" {
 				continue
 			}
-			var r auditRecord
+			var r R
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
 				return fmt.Errorf("%w: audit line %q: %v", errGaveUp, line, err)
 			}

@@ -307,29 +307,7 @@ type verifyRecord struct {
 // that match accepts.
 func waitVerifyAudit(t *testing.T, file string, match func(verifyRecord) bool) verifyRecord {
 	t.Helper()
-	var found verifyRecord
-	err := poll(startTries, pollStep, func() error {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		complete := string(b[:strings.LastIndexByte(string(b), '\n')+1])
-		for _, line := range strings.Split(strings.TrimSpace(complete), "\n") {
-			var r verifyRecord
-			if line == "" || json.Unmarshal([]byte(line), &r) != nil {
-				continue
-			}
-			if match(r) {
-				found = r
-				return nil
-			}
-		}
-		return fmt.Errorf("no matching record in %s", file)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return found
+	return waitRecord(t, file, match)
 }
 
 // refusedWith checks that a client's failed pull shows the gateway's
