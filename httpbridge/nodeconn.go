@@ -24,7 +24,6 @@ import (
 // flight, and how to make it close at the next request boundary.
 type nodeConn struct {
 	*sni.BridgeConn
-	ip   netip.Addr    // the node's address, for the forwarding headers
 	fwd  oci.Forwarded // its forwarding headers, made once for the connection's requests
 	addr string        // Client as ip:port, for the logs and the audit
 	port int           // the listener's port the node connected to (Host may name it)
@@ -57,9 +56,8 @@ type nodeConn struct {
 }
 
 func newNodeConn(c *sni.BridgeConn, log *slog.Logger) *nodeConn {
-	ip := addrIP(c.Client)
 	return &nodeConn{
-		BridgeConn: c, ip: ip, fwd: oci.NewForwarded(ip), addr: addrString(c.Client), port: addrPort(c.LocalAddr()), log: log,
+		BridgeConn: c, fwd: oci.NewForwarded(addrIP(c.Client)), addr: addrString(c.Client), port: addrPort(c.LocalAddr()), log: log,
 		closed: make(chan struct{}), allDone: make(chan struct{}),
 	}
 }

@@ -66,14 +66,10 @@ func IsForwarding(k string) bool {
 	return false
 }
 
-// SetForwarded sets the headers that carry the node's address ip to the
-// registry: X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and Forwarded
-// (RFC 7239, an IPv6 address quoted and bracketed). An invalid ip sets
-// nothing.
-func SetForwarded(h http.Header, ip netip.Addr) { NewForwarded(ip).Set(h) }
-
-// Forwarded is SetForwarded's headers for one address, made once: the
-// requests of one node connection share them.
+// Forwarded is the headers that carry a node's address to the registry:
+// X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and Forwarded (RFC 7239,
+// an IPv6 address quoted and bracketed), made once: the requests of one
+// node connection share them.
 type Forwarded struct {
 	forFor, realIP, forwarded []string
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestSetForwarded(t *testing.T) {
+func TestForwardedSet(t *testing.T) {
 	tests := []struct {
 		name, ip, forwarded string
 	}{
@@ -16,7 +16,7 @@ func TestSetForwarded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{}
-			SetForwarded(h, netip.MustParseAddr(tt.ip))
+			NewForwarded(netip.MustParseAddr(tt.ip)).Set(h)
 			if h.Get("Forwarded") != tt.forwarded || h.Get("X-Forwarded-For") != tt.ip || h.Get("X-Real-Ip") != tt.ip || h.Get("X-Forwarded-Proto") != "https" {
 				t.Errorf("headers %v", h)
 			}
