@@ -192,12 +192,21 @@ func (f *forwarder) answer(w http.ResponseWriter, resp *http.Response) {
 	f.trailers(w, resp, announced)
 }
 
-// copyBody streams resp's body to w through a pooled buffer, flushing
-// after each write when the answer streams.
+// copyBody streams resp's body to w: into the node connection's own
+// buffer when w reads from a reader (HTTP/1.1: no copy buffer), else
+// through a pooled buffer, flushing after each write when the answer
+// streams.
 func (f *forwarder) copyBody(w http.ResponseWriter, resp *http.Response) error {
 	var dst io.Writer = w
 	if streams(resp) {
 		dst = flushWriter{w: w, rc: http.NewResponseController(w)}
+	} else if rf, ok := w.(io.ReaderFrom); ok {
+		src := source{r: resp.Body}
+		_, err := rf.ReadFrom(&src)
+		if src.err != nil {
+			f.logf("httpbridge: reading the answer's body: %v", src.err)
+		}
+		return err
 	}
 	buf := f.buffers.Get()
 	defer f.buffers.Put(buf)

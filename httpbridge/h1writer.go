@@ -48,6 +48,7 @@ type h1Writer struct {
 	pend        []byte // body bytes before the header went out
 	err         error  // the first write error
 	line        [64]byte
+	src         source // ReadFrom's
 }
 
 var _ http.ResponseWriter = (*h1Writer)(nil)
@@ -403,4 +404,44 @@ func (c *chunkWriter) reset(bw *bufio.Writer) {
 	if c.to != bw || c.WriteCloser == nil {
 		c.WriteCloser, c.to = httputil.NewChunkedWriter(bw), bw
 	}
+}
+
+// ReadFrom copies src into the response (io.Copy finds it, as it finds
+// net/http's). A body of a declared length goes from src straight into
+// the connection's write buffer (bufio.Writer.ReadFrom), which goes out
+// in full records as it fills: no copy buffer is held, and no byte is
+// copied twice. Any other body (chunked, a length still to be computed,
+// HEAD, a Content-Type to sniff, a bodyless status) goes through Write.
+// As with Write, bytes beyond the declared length are
+// http.ErrContentLength.
+func (w *h1Writer) ReadFrom(src io.Reader) (int64, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed && w.clen >= 0 && w.hasType && w.te == "" && !w.head && bodyAllowed(w.status) && w.err == nil {
+		w.commit(nil)
+	}
+	if !w.committed || w.chunked || w.head || w.clen < 0 || w.err != nil {
+		return copyThrough(w, src)
+	}
+	s := &w.src // a field: no allocation per copy
+	*s = source{r: src, left: w.clen - w.written, limited: true}
+	n, err := w.bw.ReadFrom(s)
+	s.r = nil
+	w.written += n
+	switch {
+	case s.err != nil:
+		return n, s.err
+	case err != nil:
+		w.fail(err)
+		return n, err
+	case s.left == 0:
+		var one [1]byte
+		if k, rerr := src.Read(one[:]); k > 0 {
+			return n, http.ErrContentLength
+		} else if rerr != nil && rerr != io.EOF {
+			return n, rerr
+		}
+	}
+	return n, nil
 }

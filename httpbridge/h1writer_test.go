@@ -3,10 +3,13 @@ package httpbridge
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -41,6 +44,30 @@ func framingHandler(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "data")
 		w.Header().Set("X-Sum", "42")
 		w.Header().Set(http.TrailerPrefix+"X-Late", "7")
+	case "/readfrom-length": // straight into the connection's buffer, over several flushes
+		w.Header().Set("Content-Length", strconv.Itoa(len(readFromBody)))
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if n, err := w.(io.ReaderFrom).ReadFrom(strings.NewReader(readFromBody)); err != nil || n != int64(len(readFromBody)) {
+			panic(fmt.Sprintf("ReadFrom copied %d, %v", n, err))
+		}
+	case "/readfrom-too-long":
+		w.Header().Set("Content-Length", "3")
+		w.Header().Set("Content-Type", "text/plain")
+		if _, err := w.(io.ReaderFrom).ReadFrom(strings.NewReader("abcd")); !errors.Is(err, http.ErrContentLength) {
+			panic("ReadFrom copied past the Content-Length")
+		}
+	case "/readfrom-chunked": // no length: through Write, chunked
+		_, _ = w.(io.ReaderFrom).ReadFrom(strings.NewReader(strings.Repeat("y", 3*h1PendSize)))
+	case "/readfrom-sniffed": // a length but no Content-Type: through Write, sniffed
+		w.Header().Set("Content-Length", "15")
+		_, _ = w.(io.ReaderFrom).ReadFrom(strings.NewReader("<html>hi</html>"))
+	case "/readfrom-upstream-fails": // the source fails mid-body: returned, the node's connection closes
+		w.Header().Set("Content-Length", "10")
+		w.Header().Set("Content-Type", "text/plain")
+		src := io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(errUpstreamBroke))
+		if _, err := w.(io.ReaderFrom).ReadFrom(src); !errors.Is(err, errUpstreamBroke) {
+			panic(fmt.Sprintf("ReadFrom returned %v, want the source's error", err))
+		}
 	case "/too-long":
 		w.Header().Set("Content-Length", "2")
 		if _, err := io.WriteString(w, "abc"); !errors.Is(err, http.ErrContentLength) {
@@ -96,6 +123,20 @@ func TestH1ResponseFraming(t *testing.T) {
 			return ""
 		}},
 		{name: "past the length", method: "GET", path: "/too-long", status: 200, body: "ab"},
+		{name: "ReadFrom, declared length", method: "GET", path: "/readfrom-length", status: 200, body: readFromBody},
+		{name: "ReadFrom past the length", method: "GET", path: "/readfrom-too-long", status: 200, body: "abc"},
+		{name: "ReadFrom, no length", method: "GET", path: "/readfrom-chunked", status: 200, body: strings.Repeat("y", 3*h1PendSize), check: func(r *http.Response) string {
+			if len(r.TransferEncoding) != 1 || r.ContentLength != -1 {
+				return "want chunked"
+			}
+			return ""
+		}},
+		{name: "ReadFrom, type sniffed", method: "GET", path: "/readfrom-sniffed", status: 200, body: "<html>hi</html>", check: func(r *http.Response) string {
+			if r.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+				return "want the sniffed text/html"
+			}
+			return ""
+		}},
 	}
 	s := startH1(t, time.Minute, http.HandlerFunc(framingHandler))
 	c, br := s.dial(t)
@@ -112,6 +153,31 @@ func TestH1ResponseFraming(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// readFromBody spans several of the connection's write buffers.
+var readFromBody = strings.Repeat("0123456789abcdef", 2*h1WriterSize/16+100)
+
+var errUpstreamBroke = errors.New("upstream broke")
+
+// TestH1ReadFromSourceFails: a source failing mid-body ends ReadFrom
+// with its error; the node gets what was read, short of the declared
+// length, and the connection closes (nothing else tells where the body
+// would have ended).
+func TestH1ReadFromSourceFails(t *testing.T) {
+	s := startH1(t, time.Minute, http.HandlerFunc(framingHandler))
+	c, br := s.dial(t)
+	if _, err := io.WriteString(c, "GET /readfrom-upstream-fails HTTP/1.1\r\nHost: registry.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if string(body) != "abc" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("body %q, %v; want abc cut short by the close", body, err)
 	}
 }
 

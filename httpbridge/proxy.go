@@ -45,7 +45,7 @@ func (b *Bridge) newProxy() *forwarder {
 	return &forwarder{
 		rewrite:        b.rewrite,
 		transport:      b.upstream,
-		buffers:        &bufferPool{},
+		buffers:        &copyBuffers,
 		modifyResponse: b.modifyResponse,
 		errorHandler:   b.proxyError,
 		logf:           b.errLog.Printf,

@@ -35,6 +35,7 @@ type recorder struct {
 	err    error
 	h2     bool     // HTTP/2: the body goes through frames; else as it comes
 	frames h2Frames // HTTP/2
+	src    source   // ReadFrom's
 }
 
 // newRecorder is the recorder of w, answering a request of protoMajor.
@@ -63,6 +64,31 @@ func (r *recorder) Write(p []byte) (int, error) {
 	}
 	n, sent, err := r.frames.write(r.ResponseWriter, p)
 	r.sent(sent, err)
+	return n, err
+}
+
+// ReadFrom copies src to the node: on HTTP/1.1 with the writer's own
+// ReadFrom (into the connection's buffer), else through Write.
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := r.ResponseWriter.(io.ReaderFrom)
+	if r.h2 || !ok {
+		return copyThrough(r, src)
+	}
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	s := &r.src // a field: no allocation per copy
+	*s = source{r: src}
+	n, err := rf.ReadFrom(s)
+	s.r = nil
+	if s.err != nil {
+		r.bytes += n
+		return n, err
+	}
+	r.sent(n, err)
 	return n, err
 }
 
