@@ -106,7 +106,8 @@ func (u *upstreamClient) newH2Transport() *http.Transport {
 	}
 }
 
-// hostKey carries the *upstream.Host of an attempt to dialTLS.
+// hostKey carries the *upstream.Host of an attempt to dialTLS: put in a
+// dial's context only (a new connection is rare, a request is not).
 type hostKey struct{}
 
 // RoundTrip sends req to the first candidate and, for a request that can
@@ -145,12 +146,12 @@ func canRetry(req *http.Request) bool {
 // on a response, the count passes to its body and lasts until the body is
 // closed.
 func (u *upstreamClient) try(req *http.Request, a *upstream.Attempts, h *upstream.Host) (*http.Response, error) {
-	out := req.WithContext(context.WithValue(req.Context(), hostKey{}, h))
+	out := req.WithContext(req.Context()) // a copy: the URL is the attempt's
 	url := *req.URL
 	url.Scheme, url.Host = "https", h.Addr()
 	out.URL = &url
 	p := u.current()
-	resp, err := p.roundTrip(out, u.cfg.ResponseHeaderTimeout)
+	resp, err := p.roundTrip(out, h, u.cfg.ResponseHeaderTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package httpbridge
 
 import (
 	"context"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // connect is a connection to addr for a request: an idle one (upProbe
@@ -11,7 +13,7 @@ import (
 // first, as net/http's Transport did: a burst costs the registry the
 // handshakes of the first dials, and the later requests ride on their
 // connections.
-func (p *upPool) connect(ctx context.Context, addr string) (*upConn, error) {
+func (p *upPool) connect(ctx context.Context, addr string, h *upstream.Host) (*upConn, error) {
 	if pc := p.getLive(addr); pc != nil {
 		return pc, nil
 	}
@@ -22,23 +24,24 @@ func (p *upPool) connect(ctx context.Context, addr string) (*upConn, error) {
 			return pc, err
 		}
 	}
-	return p.dialHeld(ctx, addr, slots)
+	return p.dialHeld(ctx, addr, h, slots)
 }
 
 // redial is a new connection to addr, waiting for a dial slot only: the
 // one retry of a request whose reused connection failed.
-func (p *upPool) redial(ctx context.Context, addr string) (*upConn, error) {
+func (p *upPool) redial(ctx context.Context, addr string, h *upstream.Host) (*upConn, error) {
 	slots := p.slots()
 	if _, err := slots.acquire(ctx); err != nil {
 		return nil, err
 	}
-	return p.dialHeld(ctx, addr, slots)
+	return p.dialHeld(ctx, addr, h, slots)
 }
 
-// dialHeld dials addr with a slot of slots held, and gives it back.
-func (p *upPool) dialHeld(ctx context.Context, addr string, slots *dialSlots) (*upConn, error) {
+// dialHeld dials addr (upstream h) with a slot of slots held, and gives
+// it back.
+func (p *upPool) dialHeld(ctx context.Context, addr string, h *upstream.Host, slots *dialSlots) (*upConn, error) {
 	defer slots.release()
-	c, err := p.dial(ctx, addr)
+	c, err := p.dial(ctx, addr, h)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"testing"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // FuzzHTTP1Answer: whatever an upstream answers to a GET on a pooled
@@ -29,14 +31,14 @@ func FuzzHTTP1Answer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, answer []byte) {
 		slots := newDialSlots(1)
-		p := newUpPool(func() *dialSlots { return slots }, func(context.Context, string) (net.Conn, error) {
+		p := newUpPool(func() *dialSlots { return slots }, func(context.Context, string, *upstream.Host) (net.Conn, error) {
 			gw, up := net.Pipe()
 			go answerOnce(up, answer)
 			return gw, nil
 		})
 		req, _ := http.NewRequest("GET", "https://127.0.0.1:1/v2/", nil)
 		req.Host = registryName
-		resp, err := p.roundTrip(req, waitLimit)
+		resp, err := p.roundTrip(req, nil, waitLimit)
 		if err != nil {
 			return
 		}

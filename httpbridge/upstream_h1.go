@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // pooled is the route's upstream connections made under one upstream
@@ -40,20 +42,24 @@ func (u *upstreamClient) newPooled(identity string) *pooled {
 // dialSlots is the route's bound on dials in progress (tests replace it).
 func (u *upstreamClient) dialSlots() *dialSlots { return u.dials }
 
-// dialH1 is a new connection of the h1 pool, whose caller holds a dial
-// slot: dialHeld offering http/1.1 only, under the request's context,
-// which carries the attempt's host for passive health.
-func (u *upstreamClient) dialH1(ctx context.Context, addr string) (net.Conn, error) {
+// dialH1 is a new connection of the h1 pool to h, whose caller holds a
+// dial slot: dialHeld offering http/1.1 only, under the request's
+// context, with h for passive health.
+func (u *upstreamClient) dialH1(ctx context.Context, addr string, h *upstream.Host) (net.Conn, error) {
+	if h != nil {
+		ctx = context.WithValue(ctx, hostKey{}, h)
+	}
 	return u.dialHeld(ctx, "tcp", addr, alpnH1)
 }
 
-// roundTrip sends out over the pool: a request that can be sent again
-// over h1 when p has it, any other over transport.
-func (p *pooled) roundTrip(out *http.Request, timeout time.Duration) (*http.Response, error) {
+// roundTrip sends out to h over the pool: a request that can be sent
+// again over h1 when p has it, any other over transport (whose dials
+// find h in the context).
+func (p *pooled) roundTrip(out *http.Request, h *upstream.Host, timeout time.Duration) (*http.Response, error) {
 	if p.h1 != nil && canRetry(out) {
-		return p.h1.roundTrip(out, timeout)
+		return p.h1.roundTrip(out, h, timeout)
 	}
-	return p.transport.RoundTrip(out)
+	return p.transport.RoundTrip(out.WithContext(context.WithValue(out.Context(), hostKey{}, h)))
 }
 
 // newH1Transport is the HTTP/1.1 pool's transport for requests with a

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // upPool is the idle HTTP/1.1 connections of one pooled identity, per
@@ -16,7 +18,7 @@ import (
 // goroutine watches idle connections.
 type upPool struct {
 	slots       func() *dialSlots                                        // the route's dial bound
-	dial        func(ctx context.Context, addr string) (net.Conn, error) // with a slot held
+	dial        func(ctx context.Context, addr string, h *upstream.Host) (net.Conn, error) // with a slot held; h for passive health
 	maxIdle     int
 	idleTimeout time.Duration
 	// expiredFunc, tests only, is called when an idle connection has
@@ -29,7 +31,7 @@ type upPool struct {
 	retired bool
 }
 
-func newUpPool(slots func() *dialSlots, dial func(ctx context.Context, addr string) (net.Conn, error)) *upPool {
+func newUpPool(slots func() *dialSlots, dial func(ctx context.Context, addr string, h *upstream.Host) (net.Conn, error)) *upPool {
 	return &upPool{slots: slots, dial: dial, maxIdle: DefaultMaxIdleConnsPerHost, idleTimeout: DefaultUpstreamIdleTimeout,
 		idle: make(map[string][]*upConn), waiting: make(map[string][]chan *upConn)}
 }

@@ -9,6 +9,8 @@ import (
 	"net/textproto"
 	"os"
 	"time"
+
+	"github.com/snigate/snigate/upstream"
 )
 
 // errResponseHeaderTimeout is the cause of an attempt whose upstream sent
@@ -22,9 +24,9 @@ var errResponseHeaderTimeout = errors.New("timeouts.response_header exceeded")
 // came (the registry closed it while it idled, or as the request came) is
 // replaced by a new dial once; the node never sees it. A new
 // connection's failure is the attempt's.
-func (p *upPool) roundTrip(req *http.Request, timeout time.Duration) (*http.Response, error) {
+func (p *upPool) roundTrip(req *http.Request, h *upstream.Host, timeout time.Duration) (*http.Response, error) {
 	addr := req.URL.Host
-	pc, err := p.connect(req.Context(), addr)
+	pc, err := p.connect(req.Context(), addr, h)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +34,7 @@ func (p *upPool) roundTrip(req *http.Request, timeout time.Duration) (*http.Resp
 	if err == nil || !pc.retryable(req, err) {
 		return resp, err
 	}
-	if pc, err = p.redial(req.Context(), addr); err != nil {
+	if pc, err = p.redial(req.Context(), addr, h); err != nil {
 		return nil, err
 	}
 	return p.exchange(pc, req, timeout)
