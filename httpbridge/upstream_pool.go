@@ -17,7 +17,7 @@ import (
 // request takes it (and, finding it dead, retries on a new dial): no
 // goroutine watches idle connections.
 type upPool struct {
-	slots       func() *dialSlots                                        // the route's dial bound
+	slots       func() *dialSlots                                                          // the route's dial bound
 	dial        func(ctx context.Context, addr string, h *upstream.Host) (net.Conn, error) // with a slot held; h for passive health
 	maxIdle     int
 	idleTimeout time.Duration
