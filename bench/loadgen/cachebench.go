@@ -104,7 +104,7 @@ func (r *runner) cacheHit(streams int) func(*runner, target, int) (Result, error
 		}
 		up0, uerr0 := fetchUpstreamStats(r.upstreamStats)
 		cpu := startCPU(t.PID, r.upstreamPID)
-		dl := downloadAll(clients, path, r.tputTime, nil)
+		dl := downloadAll(clients, path, r.tputTime, nil, nil)
 		res.CPU = cpu.stop()
 		up1, uerr1 := fetchUpstreamStats(r.upstreamStats)
 		if uerr0 == nil && uerr1 == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,12 +121,14 @@ func (r *runner) httpBigBlob(streams int) func(*runner, target, int) (Result, er
 		proxy := processTree(t.PID)
 		before := rssKiB(proxy)
 		prof := r.startProfile(t, res, r.tputTime)
+		live := newLiveSample(r.pprof(t), res) // after the CPU profile's start: its buffer (1 MiB) is in both samples
 		cpu := startCPU(t.PID, r.upstreamPID)
-		dl := downloadAll(clients, blobPath(r.catalog.big.Digest), r.tputTime, proxy)
+		dl := downloadAll(clients, blobPath(r.catalog.big.Digest), r.tputTime, proxy, live.during)
 		res.CPU = cpu.stop()
 		prof.finish(&res, int(dl.completed)+streams) // the downloads cut off at the end count too
 		up1, uerr := fetchUpstreamStats(r.upstreamStats)
 		upstreamDelta(&res, up0, up1, uerr)
+		live.values(&res, streams)
 		return res, dl.values(&res, before, streams)
 	}
 }
@@ -141,7 +144,7 @@ type downloads struct {
 // downloadAll has every client GET path back to back for d (a download
 // still running at the end is cut off; its bytes count) while it samples
 // the RSS of the process tree proxy (nil: none) every rssSampleEvery.
-func downloadAll(clients []*http.Client, path string, d time.Duration, proxy []int) downloads {
+func downloadAll(clients []*http.Client, path string, d time.Duration, proxy []int, midway func()) downloads {
 	start := time.Now()
 	deadline := start.Add(d)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -173,10 +176,15 @@ func downloadAll(clients []*http.Client, path string, d time.Duration, proxy []i
 			}
 		})
 	}
+	half := start.Add(d / 2)
 	for now := time.Now(); now.Before(deadline); now = time.Now() {
 		time.Sleep(min(rssSampleEvery, deadline.Sub(now))) // pacing the sampler
 		if len(proxy) > 0 {
 			dl.peakRSSKiB = max(dl.peakRSSKiB, rssKiB(proxy))
+		}
+		if midway != nil && !half.IsZero() && time.Now().After(half) {
+			midway()
+			half = time.Time{}
 		}
 	}
 	wg.Wait()
@@ -203,4 +211,47 @@ func (dl downloads) values(res *Result, beforeKiB int64, streams int) error {
 		return fmt.Errorf("no byte downloaded: %v", dl.firstErr)
 	}
 	return nil
+}
+
+// liveSample is what a target with a pprof endpoint holds live
+// (liveBytes) with its connections warm, then midway through the
+// downloads: the memory per request in flight without the RSS's noise,
+// and the heap profile of the midway sample (NAME.heap-inflight.pprof).
+type liveSample struct {
+	p           *pprofClient // nil: no endpoint, nothing sampled
+	name        string
+	before, mid memStats
+	err         error
+}
+
+func newLiveSample(p *pprofClient, res Result) *liveSample {
+	s := &liveSample{p: p, name: profileName(res) + ".heap-inflight.pprof"}
+	if p != nil {
+		s.before, s.err = p.liveBytes(strings.TrimSuffix(s.name, ".pprof") + "-before.pprof")
+	}
+	return s
+}
+
+// during takes the sample midway.
+func (s *liveSample) during() {
+	if s.p != nil && s.err == nil {
+		s.mid, s.err = s.p.liveBytes(s.name)
+	}
+}
+
+// values records live_kib_req, the live heap per request in flight, and
+// stack_kib_req, the change of all goroutine stacks per request (the
+// connections' goroutines run before the downloads too: what moves is
+// the other goroutines' stacks growing and shrinking, a few times 32
+// KiB, so it stays apart).
+func (s *liveSample) values(res *Result, streams int) {
+	switch {
+	case s.p == nil:
+	case s.err != nil:
+		res.Notes["live_error"] = s.err.Error()
+	case s.mid.HeapAlloc > 0:
+		per := func(a, b uint64) float64 { return (float64(b) - float64(a)) / 1024 / float64(streams) }
+		res.Values["live_kib_req"] = per(s.before.HeapAlloc, s.mid.HeapAlloc)
+		res.Values["stack_kib_req"] = per(s.before.StackInuse, s.mid.StackInuse)
+	}
 }

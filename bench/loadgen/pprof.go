@@ -31,6 +31,7 @@ func newPprofClient(addr, dir string) *pprofClient {
 // memStats is the part of runtime.MemStats that /debug/vars publishes and
 // the bench uses.
 type memStats struct {
+	HeapAlloc  uint64
 	Mallocs    uint64
 	TotalAlloc uint64
 	HeapInuse  uint64
@@ -60,6 +61,33 @@ func (p *pprofClient) memStats() (memStats, error) {
 	defer body.Close()
 	err = json.NewDecoder(body).Decode(&v)
 	return v.Memstats, err
+}
+
+// liveBytes is what the process holds after garbage collections (the
+// heap endpoint's gc=1 runs one; two, so that the sync.Pools' idle
+// buffers, kept for one cycle, are gone too): its live heap and its
+// goroutine stacks. Unlike the RSS, it leaves out the garbage of the
+// GC's pacing and the pages the scavenger has not returned, so that a
+// few requests in flight show above the noise. With name, the heap
+// profile of the second collection is saved as name (what holds the
+// live heap).
+func (p *pprofClient) liveBytes(name string) (memStats, error) {
+	body, err := p.get("/debug/pprof/heap?gc=1")
+	if err != nil {
+		return memStats{}, err
+	}
+	_, _ = io.Copy(io.Discard, body)
+	body.Close()
+	if name != "" {
+		err = p.save("/debug/pprof/heap?gc=1", name)
+	} else if body, err = p.get("/debug/pprof/heap?gc=1"); err == nil {
+		_, _ = io.Copy(io.Discard, body)
+		body.Close()
+	}
+	if err != nil {
+		return memStats{}, err
+	}
+	return p.memStats()
 }
 
 // save writes the profile at path into the profile directory as name.

@@ -31,6 +31,7 @@ func httpRows(sc string) []row {
 			{scenario: sc, key: "gbit_s", label: "7 http large blob Gbit/s, " + conns, higher: true, format: "%.2f"},
 			{scenario: sc, key: "per_core", label: "7 http large blob Gbit per proxy core-second, " + conns, higher: true, format: "%.2f", info: true},
 			{scenario: sc, key: "kib_req", label: "7 http large blob KiB RSS / request in flight, " + conns, format: "%.0f", limit: httpKiBLimit},
+			{scenario: sc, key: "live_kib_req", label: "7 http large blob KiB live heap (after a GC) / request in flight, " + conns + " (PROFILE=1 targets)", format: "%.1f", limit: httpKiBLimit},
 		}
 	}
 	return nil
