@@ -21,14 +21,16 @@ const MaxUpstreamHeaderBytes = 1 << 20
 // before the final one, as net/http's Transport does.
 const max1xxAnswers = 5
 
-// upBufferSize is the size of each pooled connection's write buffer;
-// its read buffer is h1ReaderSize. Both are net/http's Transport's
-// default, 4 KiB.
+// upBufferSize is the size of the write buffer a request is written
+// through; a connection's read buffer is h1ReaderSize. Both are
+// net/http's Transport's default, 4 KiB.
 const upBufferSize = 4 << 10
 
-// upWriters holds the *bufio.Writer of closed connections; their
-// readers go back to h1Readers, the node leg's, of the same size.
-var upWriters sync.Pool
+// upWriters are the write buffers of the requests being written: a
+// connection holds one only while it writes a request (then the answer
+// takes minutes, for a blob), its reader for its life (it goes back to
+// h1Readers, the node leg's, of the same size).
+var upWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, upBufferSize) }}
 
 // upConn is one pooled HTTP/1.1 connection to an upstream. It is used
 // by one request at a time, in that request's goroutine: no goroutine
@@ -39,7 +41,6 @@ type upConn struct {
 	tls   *tls.ConnectionState
 	addr  string // h.Addr(), the pool's key
 	br    *bufio.Reader
-	bw    *bufio.Writer
 	pool  *upPool
 	probe *upProbe // nil: the connection cannot be looked into
 	reads int64    // bytes read from conn since the request began
@@ -63,12 +64,6 @@ func newUpConn(p *upPool, addr string, c net.Conn) *upConn {
 	}
 	pc.br = h1Readers.Get().(*bufio.Reader)
 	pc.br.Reset(pc)
-	if bw, ok := upWriters.Get().(*bufio.Writer); ok {
-		bw.Reset(c)
-		pc.bw = bw
-	} else {
-		pc.bw = bufio.NewWriterSize(c, upBufferSize)
-	}
 	return pc
 }
 
@@ -117,8 +112,6 @@ func (pc *upConn) drained() bool {
 func (pc *upConn) close() {
 	_ = pc.conn.Close()
 	pc.br.Reset(nil)
-	pc.bw.Reset(nil)
 	h1Readers.Put(pc.br)
-	upWriters.Put(pc.bw)
-	pc.br, pc.bw = nil, nil
+	pc.br = nil
 }

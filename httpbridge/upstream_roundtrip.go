@@ -1,6 +1,7 @@
 package httpbridge
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -87,10 +88,7 @@ func (p *upPool) exchange(pc *upConn, req *http.Request, timeout time.Duration) 
 
 // send writes req and reads the final answer's head within timeout.
 func (pc *upConn) send(req *http.Request, timeout time.Duration) (*http.Response, error) {
-	if err := req.Write(pc.bw); err != nil {
-		return nil, fmt.Errorf("write request to %s: %w", pc.addr, err)
-	}
-	if err := pc.bw.Flush(); err != nil {
+	if err := pc.write(req); err != nil {
 		return nil, fmt.Errorf("write request to %s: %w", pc.addr, err)
 	}
 	if timeout > 0 {
@@ -107,6 +105,20 @@ func (pc *upConn) send(req *http.Request, timeout time.Duration) (*http.Response
 		return nil, fmt.Errorf("read answer from %s: %w", pc.addr, err)
 	}
 	return resp, nil
+}
+
+// write writes req through a pooled buffer, one write for a request
+// that fits it.
+func (pc *upConn) write(req *http.Request) error {
+	bw := upWriters.Get().(*bufio.Writer)
+	bw.Reset(pc.conn)
+	err := req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	upWriters.Put(bw)
+	return err
 }
 
 // readHead reads answers until the final one: 1xx ones (100, 103) are
