@@ -179,12 +179,16 @@ func (c *h1Conn) closing() bool {
 }
 
 // serveRequest serves one request; false when the connection must close
-// after it.
+// after it. The request's context is the connection's, which ends with
+// it: no context of its own per request (net/http's server gives one,
+// cancelled when the handler returns; nothing the bridge starts outlives
+// its handler but the cache's fills, which detach with
+// context.WithoutCancel), so that the upstream round trip's AfterFunc
+// registers with a context whose children map and Done channel are made
+// once per connection, not per request.
 func (c *h1Conn) serveRequest(req *http.Request) bool {
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
 	req.RemoteAddr, req.TLS = c.remote, c.tls
-	req = req.WithContext(ctx)
+	req = req.WithContext(c.ctx)
 	c.lastPut = req.Method == http.MethodPost || req.Method == http.MethodPut
 	c.prepareBody(req)
 	w := &c.w
