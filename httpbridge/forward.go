@@ -47,10 +47,10 @@ type forwarder struct {
 var errUpgrade = errors.New("the registry switched protocols (101), which the bridge does not forward")
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, in *http.Request) {
-	ctx, done := informational(in.Context(), w)
+	ctx, info := informational(in.Context(), w)
 	out := f.outgoing(in, ctx)
 	resp, err := f.transport.RoundTrip(out)
-	done()
+	info.end()
 	if err != nil {
 		f.errorHandler(w, out, err)
 		return
@@ -95,32 +95,43 @@ func (f *forwarder) outgoing(in *http.Request, ctx context.Context) *http.Reques
 }
 
 // informational is ctx with a client trace that passes the informational
-// answers of a request under it to w as they come, until done is called
-// (the final answer's headers are then w's).
-func informational(ctx context.Context, w http.ResponseWriter) (_ context.Context, done func()) {
-	var (
-		mu    sync.Mutex
-		ended bool
-	)
-	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if ended {
-			return nil
-		}
-		h := w.Header()
-		for k, vv := range header {
-			h[k] = append(h[k], vv...)
-		}
-		w.WriteHeader(code)
-		clear(h) // WriteHeader keeps an informational answer's headers
+// answers of a request under it to w as they come, until end is called
+// (the final answer's headers are then w's): one allocation for the
+// trace and its state, one for its hook.
+func informational(ctx context.Context, w http.ResponseWriter) (context.Context, *infoTrace) {
+	t := &infoTrace{w: w}
+	t.trace.Got1xxResponse = t.got1xx
+	return httptrace.WithClientTrace(ctx, &t.trace), t
+}
+
+// infoTrace passes informational answers to w until end.
+type infoTrace struct {
+	trace httptrace.ClientTrace
+	w     http.ResponseWriter
+	mu    sync.Mutex
+	ended bool
+}
+
+func (t *infoTrace) got1xx(code int, header textproto.MIMEHeader) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
 		return nil
-	}}
-	return httptrace.WithClientTrace(ctx, trace), func() {
-		mu.Lock()
-		ended = true
-		mu.Unlock()
 	}
+	h := t.w.Header()
+	for k, vv := range header {
+		h[k] = append(h[k], vv...)
+	}
+	t.w.WriteHeader(code)
+	clear(h) // WriteHeader keeps an informational answer's headers
+	return nil
+}
+
+// end stops the passing: the final answer is the caller's.
+func (t *infoTrace) end() {
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
 }
 
 // endToEnd is a copy of h without its hop-by-hop headers
