@@ -212,10 +212,9 @@ func (f *forwarder) copyBody(w http.ResponseWriter, resp *http.Response) error {
 	if streams(resp) {
 		dst = flushWriter{w: w, rc: http.NewResponseController(w)}
 	} else if rf, ok := w.(io.ReaderFrom); ok {
-		src := source{r: resp.Body}
-		_, err := rf.ReadFrom(&src)
-		if src.err != nil {
-			f.logf("httpbridge: reading the answer's body: %v", src.err)
+		_, err := rf.ReadFrom(resp.Body) // the body itself: a wrapper telling reads from writes would cost an allocation
+		if err != nil {
+			f.logf("httpbridge: copying the answer's body: %v", err)
 		}
 		return err
 	}

@@ -436,8 +436,7 @@ func (w *h1Writer) ReadFrom(src io.Reader) (int64, error) {
 		w.fail(err)
 		return n, err
 	case s.left == 0:
-		var one [1]byte
-		if k, rerr := src.Read(one[:]); k > 0 {
+		if k, rerr := src.Read(w.line[:1]); k > 0 { // w.line: no allocation for the byte
 			return n, http.ErrContentLength
 		} else if rerr != nil && rerr != io.EOF {
 			return n, rerr
