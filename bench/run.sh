@@ -12,6 +12,8 @@
 #   SCENARIOS=splice-rate,idle-mem TARGETS=snigate,haproxy bench/run.sh
 #   PROFILE=1 bench/run.sh                        # snigate via bench/snigate-pprof:
 #                                                 #   CPU, alloc, heap, goroutine profiles
+#   PROFILE=1 LIVE_MEM=1 SCENARIOS=http-bigblob HTTP_STREAMS=1,4,16 bench/run.sh
+#                                                 # snigate's live heap per large download in flight
 #
 # Scenarios (loadgen names): splice-rate, splice-tput (1 and 8 streams),
 # bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs,
@@ -79,6 +81,7 @@ default_targets=direct,snigate,snigate-x25519,snigate-cache,haproxy,nginx,nginx-
 TARGETS=${TARGETS:-$default_targets}
 BASE_PORT=${BASE_PORT:-19400}
 PROFILE=${PROFILE:-0}
+LIVE_MEM=${LIVE_MEM:-0} # with PROFILE=1: http-bigblob samples snigate's live heap instead of profiling its CPU
 BASE_REV=${BASE_REV:-} # a commit: also run snigate built from it (target snigate-base), for before/after
 BASE_ENV=${BASE_ENV:-} # environment of snigate-base only (e.g. GOGC=400 with BASE_REV=HEAD: a runtime setting A/B)
 CLIENT_GROUPS=${CLIENT_GROUPS:-default} # bridge clients offer Go's default groups, or only x25519
@@ -692,6 +695,7 @@ loadgen_run() { # loadgen_run SCENARIOS ROUNDS FIRST_ROUND
 	local flags
 	mapfile -t flags < <(target_flags)
 	[ "$PROFILE" = 1 ] && flags+=(-pprof-dir "$prof_dir")
+	[ "$PROFILE" = 1 ] && [ "$LIVE_MEM" = 1 ] && flags+=(-live-mem)
 	"$work/loadgen" run -pki "$pki" -out "$results" -upstream-pid "$upstream_pid" \
 		-upstream-stats "127.0.0.1:$p_up_stats" -client-groups "$CLIENT_GROUPS" \
 		-scenarios "$1" -rounds "$2" -first-round "$3" -conc "$CONC" \

@@ -64,6 +64,7 @@ func bindRunFlags(fs *flag.FlagSet, r *runner) *runLists {
 	fs.StringVar(&l.groups, "client-groups", "default", "key exchanges the TLS client offers: default (this Go's: X25519MLKEM768, X25519, ...) or x25519")
 	fs.StringVar(&r.out, "out", "results.jsonl", "JSON-lines file the results are appended to")
 	fs.StringVar(&r.pprofDir, "pprof-dir", "", "save profiles of targets with pprof= here")
+	fs.BoolVar(&r.liveMem, "live-mem", false, "http-bigblob, targets with pprof=: sample the live heap (live_kib_req, heap profiles) instead of a CPU profile, whose 1 MiB buffer would blur it")
 	fs.StringVar(&l.scen, "scenarios", "all", "comma-separated: splice-rate, splice-latency, splice-tput, bridge-full, bridge-resumed, bridge-tput, http-manifest, http-blobs, http-bigblob, http-* (all three), cache-pull, cache-hit, cache-* (both), idle-mem (every idle-mem-N of -idle-counts), all")
 	fs.IntVar(&r.rounds, "rounds", 3, "rounds (each target once per round)")
 	fs.IntVar(&r.firstRound, "first-round", 1, "number of the first round (for runs split across restarts)")

@@ -120,8 +120,15 @@ func (r *runner) httpBigBlob(streams int) func(*runner, target, int) (Result, er
 		up0, _ := fetchUpstreamStats(r.upstreamStats)
 		proxy := processTree(t.PID)
 		before := rssKiB(proxy)
-		prof := r.startProfile(t, res, r.tputTime)
-		live := newLiveSample(r.pprof(t), res) // after the CPU profile's start: its buffer (1 MiB) is in both samples
+		var (
+			prof *profRun
+			live = newLiveSample(nil, res)
+		)
+		if r.liveMem {
+			live = newLiveSample(r.pprof(t), res)
+		} else {
+			prof = r.startProfile(t, res, r.tputTime)
+		}
 		cpu := startCPU(t.PID, r.upstreamPID)
 		dl := downloadAll(clients, blobPath(r.catalog.big.Digest), r.tputTime, proxy, live.during)
 		res.CPU = cpu.stop()

@@ -22,6 +22,7 @@ type runner struct {
 	curves        []tls.CurveID // key exchanges the TLS client offers; nil: Go's default
 	out           string        // JSON-lines file
 	pprofDir      string
+	liveMem       bool // http-bigblob: sample the live heap instead of profiling the CPU
 	scenarios     []string
 	rounds        int
 	firstRound    int
