@@ -15,6 +15,10 @@ import (
 
 // framingHandler answers by path, as the response framing cases need.
 func framingHandler(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/readfrom-") {
+		readFromHandler(w, r)
+		return
+	}
 	switch r.URL.Path {
 	case "/small": // no Content-Length: computed, Content-Type sniffed
 		_, _ = io.WriteString(w, "<html>hi</html>")
@@ -44,6 +48,18 @@ func framingHandler(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "data")
 		w.Header().Set("X-Sum", "42")
 		w.Header().Set(http.TrailerPrefix+"X-Late", "7")
+	case "/too-long":
+		w.Header().Set("Content-Length", "2")
+		if _, err := io.WriteString(w, "abc"); !errors.Is(err, http.ErrContentLength) {
+			panic("wrote past the Content-Length")
+		}
+		_, _ = io.WriteString(w, "ab")
+	}
+}
+
+// readFromHandler answers by path through the writer's ReadFrom.
+func readFromHandler(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
 	case "/readfrom-length": // straight into the connection's buffer, over several flushes
 		w.Header().Set("Content-Length", strconv.Itoa(len(readFromBody)))
 		w.Header().Set("Content-Type", "application/octet-stream")
@@ -68,79 +84,78 @@ func framingHandler(w http.ResponseWriter, r *http.Request) {
 		if _, err := w.(io.ReaderFrom).ReadFrom(src); !errors.Is(err, errUpstreamBroke) {
 			panic(fmt.Sprintf("ReadFrom returned %v, want the source's error", err))
 		}
-	case "/too-long":
-		w.Header().Set("Content-Length", "2")
-		if _, err := io.WriteString(w, "abc"); !errors.Is(err, http.ErrContentLength) {
-			panic("wrote past the Content-Length")
-		}
-		_, _ = io.WriteString(w, "ab")
 	}
 }
 
-// TestH1ResponseFraming: responses are framed as net/http frames them:
-// Content-Length computed for a short body without one, chunked for a
-// long one (close-delimited for HTTP/1.0), Date and a sniffed
-// Content-Type added, no body for HEAD and 204, 1xx sent first, header
-// changes after WriteHeader ignored, trailers after the last chunk; each
-// over one keep-alive connection where the framing allows it.
+// framingCase is a request to framingHandler and the answer it gets.
+type framingCase struct {
+	name, method, path string
+	status             int
+	body               string
+	check              func(*http.Response) string
+}
+
+var framingCases = []framingCase{
+	{name: "computed length", method: "GET", path: "/small", status: 200, body: "<html>hi</html>", check: func(r *http.Response) string {
+		if r.ContentLength != 15 || r.Header.Get("Content-Type") != "text/html; charset=utf-8" || r.Header.Get("Date") == "" {
+			return "want Content-Length 15, the sniffed text/html, a Date"
+		}
+		return ""
+	}},
+	{name: "chunked", method: "GET", path: "/large", status: 200, body: strings.Repeat("x", 3*h1PendSize), check: func(r *http.Response) string {
+		if len(r.TransferEncoding) != 1 || r.TransferEncoding[0] != "chunked" || r.ContentLength != -1 {
+			return "want chunked"
+		}
+		return ""
+	}},
+	{name: "declared length", method: "GET", path: "/length", status: 200, body: "hello"},
+	{name: "head", method: "HEAD", path: "/length", status: 200, body: "", check: func(r *http.Response) string {
+		if r.ContentLength != 5 {
+			return "want the Content-Length of the GET"
+		}
+		return ""
+	}},
+	{name: "no content", method: "GET", path: "/nocontent", status: 204, body: ""},
+	{name: "after WriteHeader", method: "GET", path: "/after-writeheader", status: 202, body: "accepted", check: func(r *http.Response) string {
+		if r.Header.Get("X-Before") != "1" || r.Header.Get("X-After") != "" {
+			return "want X-Before only"
+		}
+		return ""
+	}},
+	{name: "trailers", method: "GET", path: "/trailers", status: 200, body: "data", check: func(r *http.Response) string {
+		if r.Trailer.Get("X-Sum") != "42" || r.Trailer.Get("X-Late") != "7" {
+			return "want the trailers X-Sum: 42 and X-Late: 7"
+		}
+		return ""
+	}},
+	{name: "past the length", method: "GET", path: "/too-long", status: 200, body: "ab"},
+	{name: "ReadFrom, declared length", method: "GET", path: "/readfrom-length", status: 200, body: readFromBody},
+	{name: "ReadFrom past the length", method: "GET", path: "/readfrom-too-long", status: 200, body: "abc"},
+	{name: "ReadFrom, no length", method: "GET", path: "/readfrom-chunked", status: 200, body: strings.Repeat("y", 3*h1PendSize), check: func(r *http.Response) string {
+		if len(r.TransferEncoding) != 1 || r.ContentLength != -1 {
+			return "want chunked"
+		}
+		return ""
+	}},
+	{name: "ReadFrom, type sniffed", method: "GET", path: "/readfrom-sniffed", status: 200, body: "<html>hi</html>", check: func(r *http.Response) string {
+		if r.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+			return "want the sniffed text/html"
+		}
+		return ""
+	}},
+}
+
+// TestH1ResponseFraming: responses are framed as net/http frames them
+// (framingCases): Content-Length computed for a short body without one,
+// chunked for a long one (close-delimited for HTTP/1.0), Date and a
+// sniffed Content-Type added, no body for HEAD and 204, 1xx sent first,
+// header changes after WriteHeader ignored, trailers after the last
+// chunk, ReadFrom's straight copy within the declared length; each over
+// one keep-alive connection where the framing allows it.
 func TestH1ResponseFraming(t *testing.T) {
-	tests := []struct {
-		name, method, path, proto string
-		status                    int
-		body                      string
-		check                     func(*http.Response) string
-	}{
-		{name: "computed length", method: "GET", path: "/small", status: 200, body: "<html>hi</html>", check: func(r *http.Response) string {
-			if r.ContentLength != 15 || r.Header.Get("Content-Type") != "text/html; charset=utf-8" || r.Header.Get("Date") == "" {
-				return "want Content-Length 15, the sniffed text/html, a Date"
-			}
-			return ""
-		}},
-		{name: "chunked", method: "GET", path: "/large", status: 200, body: strings.Repeat("x", 3*h1PendSize), check: func(r *http.Response) string {
-			if len(r.TransferEncoding) != 1 || r.TransferEncoding[0] != "chunked" || r.ContentLength != -1 {
-				return "want chunked"
-			}
-			return ""
-		}},
-		{name: "declared length", method: "GET", path: "/length", status: 200, body: "hello"},
-		{name: "head", method: "HEAD", path: "/length", status: 200, body: "", check: func(r *http.Response) string {
-			if r.ContentLength != 5 {
-				return "want the Content-Length of the GET"
-			}
-			return ""
-		}},
-		{name: "no content", method: "GET", path: "/nocontent", status: 204, body: ""},
-		{name: "after WriteHeader", method: "GET", path: "/after-writeheader", status: 202, body: "accepted", check: func(r *http.Response) string {
-			if r.Header.Get("X-Before") != "1" || r.Header.Get("X-After") != "" {
-				return "want X-Before only"
-			}
-			return ""
-		}},
-		{name: "trailers", method: "GET", path: "/trailers", status: 200, body: "data", check: func(r *http.Response) string {
-			if r.Trailer.Get("X-Sum") != "42" || r.Trailer.Get("X-Late") != "7" {
-				return "want the trailers X-Sum: 42 and X-Late: 7"
-			}
-			return ""
-		}},
-		{name: "past the length", method: "GET", path: "/too-long", status: 200, body: "ab"},
-		{name: "ReadFrom, declared length", method: "GET", path: "/readfrom-length", status: 200, body: readFromBody},
-		{name: "ReadFrom past the length", method: "GET", path: "/readfrom-too-long", status: 200, body: "abc"},
-		{name: "ReadFrom, no length", method: "GET", path: "/readfrom-chunked", status: 200, body: strings.Repeat("y", 3*h1PendSize), check: func(r *http.Response) string {
-			if len(r.TransferEncoding) != 1 || r.ContentLength != -1 {
-				return "want chunked"
-			}
-			return ""
-		}},
-		{name: "ReadFrom, type sniffed", method: "GET", path: "/readfrom-sniffed", status: 200, body: "<html>hi</html>", check: func(r *http.Response) string {
-			if r.Header.Get("Content-Type") != "text/html; charset=utf-8" {
-				return "want the sniffed text/html"
-			}
-			return ""
-		}},
-	}
 	s := startH1(t, time.Minute, http.HandlerFunc(framingHandler))
 	c, br := s.dial(t)
-	for _, tc := range tests {
+	for _, tc := range framingCases {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := tc.method + " " + tc.path + " HTTP/1.1\r\nHost: registry.test\r\n\r\n"
 			resp, body := roundTrip(t, c, br, raw, tc.method)
