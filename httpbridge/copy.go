@@ -2,7 +2,36 @@ package httpbridge
 
 import (
 	"io"
+	"sync"
 )
+
+// copyBufferSize is the buffer of each answer copied through one
+// (HTTP/2 answers, streamed ones, writers without ReadFrom): with the
+// servers' and the transport's own few KiB, what one request in flight
+// costs, however large the blob.
+const copyBufferSize = 32 << 10
+
+// bufferPool recycles copy buffers. It pools array pointers, which a
+// slice converts back to without allocating (a *[]byte would cost a
+// small allocation on every Put).
+type bufferPool struct{ p sync.Pool }
+
+// copyBuffer is one pooled buffer.
+type copyBuffer [copyBufferSize]byte
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*copyBuffer); ok {
+		return v[:]
+	}
+	return new(copyBuffer)[:]
+}
+
+// Put takes back a buffer of Get; any other slice is left to the GC.
+func (b *bufferPool) Put(buf []byte) {
+	if len(buf) == copyBufferSize && cap(buf) == copyBufferSize {
+		b.p.Put((*copyBuffer)(buf))
+	}
+}
 
 // copyBuffers are the copy buffers of the bridge's bodies: the
 // forwarder's, and those of a ReadFrom that cannot read into the node

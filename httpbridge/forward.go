@@ -38,7 +38,6 @@ type forwarder struct {
 	rewrite        func(in, out *http.Request)
 	modifyResponse func(*http.Response) error
 	errorHandler   func(http.ResponseWriter, *http.Request, error)
-	buffers        *bufferPool
 	logf           func(format string, args ...any)
 }
 
@@ -208,33 +207,19 @@ func (f *forwarder) answer(w http.ResponseWriter, resp *http.Response) {
 // through a pooled buffer, flushing after each write when the answer
 // streams.
 func (f *forwarder) copyBody(w http.ResponseWriter, resp *http.Response) error {
-	var dst io.Writer = w
-	if streams(resp) {
-		dst = flushWriter{w: w, rc: http.NewResponseController(w)}
-	} else if rf, ok := w.(io.ReaderFrom); ok {
-		_, err := rf.ReadFrom(resp.Body) // the body itself: a wrapper telling reads from writes would cost an allocation
-		if err != nil {
-			f.logf("httpbridge: copying the answer's body: %v", err)
-		}
-		return err
+	var err error
+	switch rf, ok := w.(io.ReaderFrom); {
+	case streams(resp):
+		_, err = copyThrough(flushWriter{w: w, rc: http.NewResponseController(w)}, resp.Body)
+	case ok:
+		_, err = rf.ReadFrom(resp.Body)
+	default:
+		_, err = copyThrough(w, resp.Body)
 	}
-	buf := f.buffers.Get()
-	defer f.buffers.Put(buf)
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return err
-			}
-		}
-		switch {
-		case rerr == io.EOF:
-			return nil
-		case rerr != nil:
-			f.logf("httpbridge: reading the answer's body: %v", rerr)
-			return rerr
-		}
+	if err != nil {
+		f.logf("httpbridge: copying the answer's body: %v", err)
 	}
+	return err
 }
 
 // streams: an answer without a length, or server-sent events, goes to

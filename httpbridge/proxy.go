@@ -6,37 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/snigate/snigate/oci"
 )
-
-// copyBufferSize is the buffer of each response (and request body) being
-// streamed: with the servers' and the transport's own few KiB, what one
-// request in flight costs, however large the blob.
-const copyBufferSize = 32 << 10
-
-// bufferPool recycles the copy buffers of the forwarder. It pools array
-// pointers, which a slice converts back to without allocating (a
-// *[]byte would cost a small allocation on every Put).
-type bufferPool struct{ p sync.Pool }
-
-// copyBuffer is one pooled buffer.
-type copyBuffer [copyBufferSize]byte
-
-func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*copyBuffer); ok {
-		return v[:]
-	}
-	return new(copyBuffer)[:]
-}
-
-// Put takes back a buffer of Get; any other slice is left to the GC.
-func (b *bufferPool) Put(buf []byte) {
-	if len(buf) == copyBufferSize && cap(buf) == copyBufferSize {
-		b.p.Put((*copyBuffer)(buf))
-	}
-}
 
 // newProxy is the route's proxy link (forward.go): rewrite sets the
 // forwarding headers, the transport picks the upstream, modifyResponse
@@ -45,7 +17,6 @@ func (b *Bridge) newProxy() *forwarder {
 	return &forwarder{
 		rewrite:        b.rewrite,
 		transport:      b.upstream,
-		buffers:        &copyBuffers,
 		modifyResponse: b.modifyResponse,
 		errorHandler:   b.proxyError,
 		logf:           b.errLog.Printf,
