@@ -54,19 +54,39 @@ func (c *chunkedBlobs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // contentOnDisk is what the store's content files under dir take (their
-// allocated blocks, or their length if larger), and their number.
+// allocated blocks, or their length if larger), and their number, as
+// the store held them at one moment. One walk is no snapshot: a file it
+// counted may be evicted, and another reserved further on, before it
+// ends, and the two would be counted together though the store never
+// held them at once. So the directory is walked twice and only the files
+// found both times count, each at the smaller of its two sizes: all of
+// them were there together when the first walk passed the last of them
+// (a name is not removed and made again in between: content is stored
+// once per digest).
 func contentOnDisk(dir string) (used int64, files int) {
+	first, second := walkContent(dir), walkContent(dir)
+	for p, n := range first {
+		if m, ok := second[p]; ok {
+			used += min(n, m)
+			files++
+		}
+	}
+	return used, files
+}
+
+// walkContent is what each content file under dir takes, by path.
+func walkContent(dir string) map[string]int64 {
+	sizes := map[string]int64{}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() || d.Name() == "lock" || strings.HasSuffix(d.Name(), ".meta") {
 			return nil
 		}
 		if fi, err := d.Info(); err == nil {
-			used += max(fi.Size(), fi.Sys().(*syscall.Stat_t).Blocks*512)
-			files++
+			sizes[p] = max(fi.Size(), fi.Sys().(*syscall.Stat_t).Blocks*512)
 		}
 		return nil
 	})
-	return used, files
+	return sizes
 }
 
 // TestFillsBeyondMaxSizeServedUncached: a store of max_size 1 MiB, six
