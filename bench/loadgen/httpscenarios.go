@@ -246,7 +246,8 @@ func (s *liveSample) during() {
 	}
 }
 
-// values records live_kib_req, the live heap per request in flight, and
+// values records live_kib_req, the live heap per request in flight (as
+// the last collection marked it: not the profile the sample built), and
 // stack_kib_req, the change of all goroutine stacks per request (the
 // connections' goroutines run before the downloads too: what moves is
 // the other goroutines' stacks growing and shrinking, a few times 32
@@ -256,9 +257,9 @@ func (s *liveSample) values(res *Result, streams int) {
 	case s.p == nil:
 	case s.err != nil:
 		res.Notes["live_error"] = s.err.Error()
-	case s.mid.HeapAlloc > 0:
+	case s.mid.HeapLive > 0:
 		per := func(a, b uint64) float64 { return (float64(b) - float64(a)) / 1024 / float64(streams) }
-		res.Values["live_kib_req"] = per(s.before.HeapAlloc, s.mid.HeapAlloc)
+		res.Values["live_kib_req"] = per(s.before.HeapLive, s.mid.HeapLive)
 		res.Values["stack_kib_req"] = per(s.before.StackInuse, s.mid.StackInuse)
 	}
 }

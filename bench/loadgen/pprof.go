@@ -31,6 +31,7 @@ func newPprofClient(addr, dir string) *pprofClient {
 // memStats is the part of runtime.MemStats that /debug/vars publishes and
 // the bench uses.
 type memStats struct {
+	HeapLive   uint64 `json:"-"` // the heap the last GC marked live (snigate-pprof's heap_live_bytes)
 	HeapAlloc  uint64
 	Mallocs    uint64
 	TotalAlloc uint64
@@ -53,13 +54,17 @@ func (p *pprofClient) get(path string) (io.ReadCloser, error) {
 }
 
 func (p *pprofClient) memStats() (memStats, error) {
-	var v struct{ Memstats memStats }
+	var v struct {
+		Memstats memStats
+		HeapLive uint64 `json:"heap_live_bytes"`
+	}
 	body, err := p.get("/debug/vars")
 	if err != nil {
 		return v.Memstats, err
 	}
 	defer body.Close()
 	err = json.NewDecoder(body).Decode(&v)
+	v.Memstats.HeapLive = v.HeapLive
 	return v.Memstats, err
 }
 

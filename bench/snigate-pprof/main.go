@@ -1,6 +1,7 @@
 // Command snigate-pprof runs the gateway the way `snigate run` does and
 // also serves net/http/pprof and expvar (/debug/vars, with runtime
-// MemStats) on a loopback address. It exists only for the benchmarks:
+// MemStats and heap_live_bytes, the heap the last GC found live) on a
+// loopback address. It exists only for the benchmarks:
 // bench/run.sh (PROFILE=1) and bench/profile.sh profile snigate through it,
 // so snigate itself carries no profiling endpoint.
 //
@@ -9,16 +10,33 @@ package main
 
 import (
 	"context"
-	_ "expvar" // /debug/vars
+	"expvar" // /debug/vars
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // /debug/pprof/
 	"os"
+	"runtime/metrics"
 
 	"github.com/snigate/snigate/internal/gateway"
 )
+
+func init() {
+	expvar.Publish("heap_live_bytes", expvar.Func(heapLive))
+}
+
+// heapLive is the heap the last collection marked live: unlike MemStats'
+// HeapAlloc, nothing allocated since (the profile a pprof request builds)
+// is in it.
+func heapLive() any {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return uint64(0)
+	}
+	return s[0].Value.Uint64()
+}
 
 func main() {
 	if err := run(); err != nil {
