@@ -66,22 +66,19 @@ func copyThrough(w io.Writer, src io.Reader) (int64, error) {
 // source is a body being copied: it keeps the first error of its
 // reads other than io.EOF, so that a copy's caller tells the upstream
 // failing (a read) from the node gone (a write), and reads at most left
-// bytes when limited.
+// bytes (math.MaxInt64: no bound).
 type source struct {
-	r       io.Reader
-	left    int64 // with limited
-	limited bool
-	err     error
+	r    io.Reader
+	left int64
+	err  error
 }
 
 func (s *source) Read(p []byte) (int, error) {
-	if s.limited {
-		if s.left <= 0 {
-			return 0, io.EOF
-		}
-		if int64(len(p)) > s.left {
-			p = p[:s.left]
-		}
+	if s.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > s.left {
+		p = p[:s.left]
 	}
 	n, err := s.r.Read(p)
 	s.left -= int64(n)

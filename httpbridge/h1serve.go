@@ -13,9 +13,10 @@ import (
 )
 
 // h1ReaderSize and h1WriterSize are the buffers of an HTTP/1.x node
-// connection (h1Readers also serves the upstream connections'). The writer holds a TLS record's worth, so that a response
-// of up to 16 KiB with its header is one write; it is the connection's
-// only while a response goes out.
+// connection (h1Readers also serves the upstream connections'). The
+// writer holds a TLS record's worth, so that a response of up to 16 KiB
+// with its header is one write; it is the connection's only while a
+// response goes out.
 const (
 	h1ReaderSize = 4 << 10
 	h1WriterSize = 16 << 10

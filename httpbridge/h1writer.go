@@ -425,7 +425,7 @@ func (w *h1Writer) ReadFrom(src io.Reader) (int64, error) {
 		return copyThrough(w, src)
 	}
 	s := &w.src // a field: no allocation per copy
-	*s = source{r: src, left: w.clen - w.written, limited: true}
+	*s = source{r: src, left: w.clen - w.written}
 	n, err := w.bw.ReadFrom(s)
 	s.r = nil
 	w.written += n

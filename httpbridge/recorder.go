@@ -3,6 +3,7 @@ package httpbridge
 import (
 	"errors"
 	"io"
+	"math"
 	"net/http"
 
 	"github.com/snigate/snigate/oci"
@@ -81,7 +82,7 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 		return 0, r.err
 	}
 	s := &r.src // a field: no allocation per copy
-	*s = source{r: src}
+	*s = source{r: src, left: math.MaxInt64}
 	n, err := rf.ReadFrom(s)
 	s.r = nil
 	if s.err != nil {

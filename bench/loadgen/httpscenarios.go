@@ -120,15 +120,12 @@ func (r *runner) httpBigBlob(streams int) func(*runner, target, int) (Result, er
 		up0, _ := fetchUpstreamStats(r.upstreamStats)
 		proxy := processTree(t.PID)
 		before := rssKiB(proxy)
-		var (
-			prof *profRun
-			live = newLiveSample(nil, res)
-		)
-		if r.liveMem {
-			live = newLiveSample(r.pprof(t), res)
-		} else {
-			prof = r.startProfile(t, res, r.tputTime)
+		var prof *profRun
+		sampled := r.pprof(t) // live heap, or CPU profile: not both (its 1 MiB buffer)
+		if !r.liveMem {
+			prof, sampled = r.startProfile(t, res, r.tputTime), nil
 		}
+		live := newLiveSample(sampled, res)
 		cpu := startCPU(t.PID, r.upstreamPID)
 		dl := downloadAll(clients, blobPath(r.catalog.big.Digest), r.tputTime, proxy, live.during)
 		res.CPU = cpu.stop()

@@ -32,7 +32,6 @@ func newPprofClient(addr, dir string) *pprofClient {
 // the bench uses.
 type memStats struct {
 	HeapLive   uint64 `json:"-"` // the heap the last GC marked live (snigate-pprof's heap_live_bytes)
-	HeapAlloc  uint64
 	Mallocs    uint64
 	TotalAlloc uint64
 	HeapInuse  uint64
@@ -77,22 +76,28 @@ func (p *pprofClient) memStats() (memStats, error) {
 // profile of the second collection is saved as name (what holds the
 // live heap).
 func (p *pprofClient) liveBytes(name string) (memStats, error) {
-	body, err := p.get("/debug/pprof/heap?gc=1")
-	if err != nil {
-		return memStats{}, err
-	}
-	_, _ = io.Copy(io.Discard, body)
-	body.Close()
-	if name != "" {
-		err = p.save("/debug/pprof/heap?gc=1", name)
-	} else if body, err = p.get("/debug/pprof/heap?gc=1"); err == nil {
-		_, _ = io.Copy(io.Discard, body)
-		body.Close()
+	const collect = "/debug/pprof/heap?gc=1"
+	err := p.discard(collect)
+	if err == nil && name != "" {
+		err = p.save(collect, name)
+	} else if err == nil {
+		err = p.discard(collect)
 	}
 	if err != nil {
 		return memStats{}, err
 	}
 	return p.memStats()
+}
+
+// discard GETs path and drops the answer.
+func (p *pprofClient) discard(path string) error {
+	body, err := p.get(path)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	_, err = io.Copy(io.Discard, body)
+	return err
 }
 
 // save writes the profile at path into the profile directory as name.
