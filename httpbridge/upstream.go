@@ -146,12 +146,10 @@ func canRetry(req *http.Request) bool {
 // on a response, the count passes to its body and lasts until the body is
 // closed.
 func (u *upstreamClient) try(req *http.Request, a *upstream.Attempts, h *upstream.Host) (*http.Response, error) {
-	out := req.WithContext(req.Context()) // a copy: the URL is the attempt's
 	url := *req.URL
 	url.Scheme, url.Host = "https", h.Addr()
-	out.URL = &url
 	p := u.current()
-	resp, err := p.roundTrip(out, h, u.cfg.ResponseHeaderTimeout)
+	resp, err := p.roundTrip(req, &url, h, u.cfg.ResponseHeaderTimeout)
 	if err != nil {
 		return nil, err
 	}

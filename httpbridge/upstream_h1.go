@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -52,14 +53,18 @@ func (u *upstreamClient) dialH1(ctx context.Context, addr string, h *upstream.Ho
 	return u.dialHeld(ctx, "tcp", addr, alpnH1)
 }
 
-// roundTrip sends out to h over the pool: a request that can be sent
-// again over h1 when p has it, any other over transport (whose dials
-// find h in the context).
-func (p *pooled) roundTrip(out *http.Request, h *upstream.Host, timeout time.Duration) (*http.Response, error) {
-	if p.h1 != nil && canRetry(out) {
+// roundTrip sends a copy of req with the attempt's URL (to) to h over the
+// pool: a request that can be sent again over h1 when p has it, any
+// other over transport, whose dials find h in the copy's context.
+func (p *pooled) roundTrip(req *http.Request, to *url.URL, h *upstream.Host, timeout time.Duration) (*http.Response, error) {
+	if p.h1 != nil && canRetry(req) {
+		out := req.WithContext(req.Context())
+		out.URL = to
 		return p.h1.roundTrip(out, h, timeout)
 	}
-	return p.transport.RoundTrip(out.WithContext(context.WithValue(out.Context(), hostKey{}, h)))
+	out := req.WithContext(context.WithValue(req.Context(), hostKey{}, h))
+	out.URL = to
+	return p.transport.RoundTrip(out)
 }
 
 // newH1Transport is the HTTP/1.1 pool's transport for requests with a
